@@ -231,12 +231,18 @@ impl ErrorObject {
 
     /// `-32602` with a reason.
     pub fn invalid_params(reason: impl fmt::Display) -> Self {
-        ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid params: {reason}"))
+        ErrorObject::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("invalid params: {reason}"),
+        )
     }
 
     /// `-32603` with a reason.
     pub fn internal(reason: impl fmt::Display) -> Self {
-        ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("internal error: {reason}"))
+        ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("internal error: {reason}"),
+        )
     }
 }
 
@@ -303,7 +309,11 @@ pub enum Message {
 
 impl Message {
     /// A request message.
-    pub fn request(id: RequestId, method: impl Into<String>, params: Option<Box<RawValue>>) -> Self {
+    pub fn request(
+        id: RequestId,
+        method: impl Into<String>,
+        params: Option<Box<RawValue>>,
+    ) -> Self {
         Message::Request(Request {
             id,
             method: method.into(),
@@ -386,7 +396,9 @@ impl PartialEq for Message {
         }
         match (self, other) {
             (Message::Request(a), Message::Request(b)) => {
-                a.id == b.id && a.method == b.method && raw(a.params.as_deref()) == raw(b.params.as_deref())
+                a.id == b.id
+                    && a.method == b.method
+                    && raw(a.params.as_deref()) == raw(b.params.as_deref())
             }
             (Message::Notification(a), Message::Notification(b)) => {
                 a.method == b.method && raw(a.params.as_deref()) == raw(b.params.as_deref())
@@ -546,7 +558,10 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
 fn decode_value(raw: &RawValue) -> Result<Message, DecodeError> {
     let text = raw.get();
     if !text.starts_with('{') {
-        return Err(DecodeError::invalid(None, "a message must be a JSON object"));
+        return Err(DecodeError::invalid(
+            None,
+            "a message must be a JSON object",
+        ));
     }
     let env: Envelope<'_> = serde_json::from_str(text).map_err(classify)?;
     let is_response = env.method.is_none() && (env.result.is_some() || env.error.is_some());
@@ -576,7 +591,9 @@ fn decode_value(raw: &RawValue) -> Result<Message, DecodeError> {
         let method: Cow<'_, str> =
             serde_json::from_str(method.get()).map_err(|_| fail("`method` must be a string"))?;
         if env.result.is_some() || env.error.is_some() {
-            return Err(fail("a message cannot carry both `method` and `result`/`error`"));
+            return Err(fail(
+                "a message cannot carry both `method` and `result`/`error`",
+            ));
         }
         let params = match env.params {
             None => None,
@@ -600,8 +617,9 @@ fn decode_value(raw: &RawValue) -> Result<Message, DecodeError> {
             None => Err(fail("a result response needs an id")),
         },
         (None, Some(error)) => {
-            let error: ErrorObject = serde_json::from_str(error.get())
-                .map_err(|_| fail("`error` must be an object with an integer `code` and a `message`"))?;
+            let error: ErrorObject = serde_json::from_str(error.get()).map_err(|_| {
+                fail("`error` must be an object with an integer `code` and a `message`")
+            })?;
             Ok(Message::Error(ErrorResponse { id, error }))
         }
         (None, None) => Err(fail("neither `method` nor `result`/`error`")),
@@ -666,7 +684,10 @@ mod tests {
         let e = single(r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#).unwrap_err();
         assert_eq!(e.id(), None);
         let e = single(r#"{"jsonrpc":"2.0","id":1e400,"method":"m"}"#).unwrap_err();
-        assert!(matches!(e.code(), ErrorCode::PARSE_ERROR | ErrorCode::INVALID_REQUEST));
+        assert!(matches!(
+            e.code(),
+            ErrorCode::PARSE_ERROR | ErrorCode::INVALID_REQUEST
+        ));
         let e = single(r#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"m"}"#).unwrap_err();
         assert_eq!(e.code(), ErrorCode::INVALID_REQUEST);
         let e = single(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#).unwrap_err();
@@ -675,12 +696,17 @@ mod tests {
         assert_eq!(e.id(), Some(&RequestId::number(1)));
         let e = single(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"s"}"#).unwrap_err();
         assert_eq!(e.code(), ErrorCode::INVALID_REQUEST);
-        assert_eq!(single("{not json").unwrap_err().code(), ErrorCode::PARSE_ERROR);
+        assert_eq!(
+            single("{not json").unwrap_err().code(),
+            ErrorCode::PARSE_ERROR
+        );
         assert_eq!(single("[1,2").unwrap_err().code(), ErrorCode::PARSE_ERROR);
         assert_eq!(single("42").unwrap_err().code(), ErrorCode::INVALID_REQUEST);
-        assert!(single(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#)
-            .unwrap_err()
-            .is_response());
+        assert!(
+            single(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#)
+                .unwrap_err()
+                .is_response()
+        );
     }
 
     #[test]
@@ -713,7 +739,10 @@ mod tests {
                 Some(to_raw(&serde_json::json!({"a":[1,2]})).unwrap()),
             ),
             Message::notification("notifications/initialized", None),
-            Message::response(RequestId::number(-4), to_raw(&serde_json::json!({})).unwrap()),
+            Message::response(
+                RequestId::number(-4),
+                to_raw(&serde_json::json!({})).unwrap(),
+            ),
             Message::error(None, ErrorObject::method_not_found("x/y")),
         ];
         for m in msgs {

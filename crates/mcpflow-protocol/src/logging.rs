@@ -1,0 +1,133 @@
+//! Logging: `logging/setLevel` and `notifications/message`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::meta::{JsonObject, Meta};
+
+/// Severity of a log message: the eight RFC 5424 levels, ordered from `Debug` (lowest)
+/// to `Emergency` (highest).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LoggingLevel {
+    /// Debug-level detail.
+    Debug,
+    /// Informational.
+    #[default]
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Warning.
+    Warning,
+    /// Error.
+    Error,
+    /// Critical condition.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LoggingLevel {
+    /// The wire name (`"debug"`, `"info"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggingLevel::Debug => "debug",
+            LoggingLevel::Info => "info",
+            LoggingLevel::Notice => "notice",
+            LoggingLevel::Warning => "warning",
+            LoggingLevel::Error => "error",
+            LoggingLevel::Critical => "critical",
+            LoggingLevel::Alert => "alert",
+            LoggingLevel::Emergency => "emergency",
+        }
+    }
+}
+
+impl std::fmt::Display for LoggingLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Params of `logging/setLevel`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetLevelRequestParams {
+    /// Lowest level the server should send.
+    pub level: LoggingLevel,
+    /// Request metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+impl SetLevelRequestParams {
+    /// Params setting `level`.
+    pub fn new(level: LoggingLevel) -> Self {
+        SetLevelRequestParams {
+            level,
+            ..Default::default()
+        }
+    }
+}
+
+/// Params of `notifications/message`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoggingMessageNotificationParams {
+    /// Severity.
+    pub level: LoggingLevel,
+    /// Name of the logger.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logger: Option<String>,
+    /// The message: any JSON value.
+    pub data: Value,
+    /// Notification metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+impl LoggingMessageNotificationParams {
+    /// A message at `level` with `data`.
+    pub fn new(level: LoggingLevel, data: impl Into<Value>) -> Self {
+        LoggingMessageNotificationParams {
+            level,
+            data: data.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the logger name.
+    #[must_use]
+    pub fn with_logger(mut self, logger: impl Into<String>) -> Self {
+        self.logger = Some(logger.into());
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_are_ordered_and_lowercase() {
+        assert!(LoggingLevel::Debug < LoggingLevel::Info);
+        assert!(LoggingLevel::Alert < LoggingLevel::Emergency);
+        let l: LoggingLevel = serde_json::from_str("\"warning\"").expect("de");
+        assert_eq!(l, LoggingLevel::Warning);
+        assert_eq!(
+            serde_json::to_string(&LoggingLevel::Critical).expect("ser"),
+            "\"critical\""
+        );
+        assert_eq!(LoggingLevel::Notice.to_string(), "notice");
+    }
+}

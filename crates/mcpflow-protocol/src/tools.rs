@@ -1,0 +1,307 @@
+//! Tools: `tools/list`, `tools/call` and their types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::content::ContentBlock;
+use crate::implementation::Icon;
+use crate::meta::{JsonObject, Meta};
+use crate::pagination::Cursor;
+use crate::tasks::TaskMetadata;
+
+/// A tool the server offers.
+///
+/// `input_schema` and `output_schema` are kept verbatim (`$schema`, `$defs`, `$ref`,
+/// `additionalProperties`, composition keywords...): this crate never rewrites schemas.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Programmatic name.
+    pub name: String,
+    /// Display name (2025-06-18+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; its root is `type: "object"`.
+    pub input_schema: JsonObject,
+    /// JSON Schema of `structuredContent` (2025-06-18+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// Behaviour hints (2025-03-26+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Execution properties (2025-11-25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// Icons for display (2025-11-25+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know, kept for re-serialization.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+impl Tool {
+    /// A tool with a name, a description and an input schema.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: JsonObject,
+    ) -> Self {
+        Tool {
+            name: name.into(),
+            description: Some(description.into()),
+            input_schema,
+            ..Default::default()
+        }
+    }
+
+    /// The schema `{"type": "object"}`, for tools that take no arguments.
+    pub fn empty_input_schema() -> JsonObject {
+        let mut schema = JsonObject::new();
+        schema.insert("type".to_owned(), Value::from("object"));
+        schema
+    }
+
+    /// Sets the display title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the output schema.
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: JsonObject) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets the annotations.
+    #[must_use]
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// The name to show: `title`, else `annotations.title`, else `name`.
+    pub fn display_name(&self) -> &str {
+        self.title
+            .as_deref()
+            .or_else(|| self.annotations.as_ref().and_then(|a| a.title.as_deref()))
+            .unwrap_or(&self.name)
+    }
+}
+
+/// Hints about a tool's behaviour. Untrusted unless the server is trusted.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// Modifications may be destructive (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeating a call with the same arguments has no further effect (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches an open world of external entities (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+/// Execution properties of a tool (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Whether the tool may or must be called as a task (absent means forbidden).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+/// Whether a tool supports task-augmented calls (2025-11-25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never as a task (the default).
+    #[default]
+    Forbidden,
+    /// With or without a task.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+/// Result of `tools/list`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// This page of tools.
+    pub tools: Vec<Tool>,
+    /// Cursor of the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Result metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+impl ListToolsResult {
+    /// A single-page result.
+    pub fn new(tools: Vec<Tool>) -> Self {
+        ListToolsResult {
+            tools,
+            ..Default::default()
+        }
+    }
+}
+
+/// Params of `tools/call`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolRequestParams {
+    /// Tool name.
+    pub name: String,
+    /// Arguments, matching the tool's input schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// Run as a task (2025-11-25, experimental).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Request metadata (e.g. `progressToken`).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+impl CallToolRequestParams {
+    /// Params calling `name` without arguments.
+    pub fn new(name: impl Into<String>) -> Self {
+        CallToolRequestParams {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the arguments.
+    #[must_use]
+    pub fn with_arguments(mut self, arguments: JsonObject) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+}
+
+/// Result of `tools/call`.
+///
+/// Tool failures are results with `isError: true`, not JSON-RPC errors, so the model can
+/// see them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Unstructured result.
+    pub content: Vec<ContentBlock>,
+    /// Structured result (2025-06-18+): an object up to 2025-11-25, any JSON in 2026-07-28.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Result metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know (e.g. 2026-07-28 `resultType`).
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+impl CallToolResult {
+    /// A successful result with these blocks.
+    pub fn success(content: Vec<ContentBlock>) -> Self {
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
+    }
+
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::success(vec![ContentBlock::text(text)])
+    }
+
+    /// A failed result (`isError: true`) with one text block explaining the failure.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![ContentBlock::text(message)],
+            is_error: Some(true),
+            ..Default::default()
+        }
+    }
+
+    /// A structured result; its JSON text is also sent as a text block, as the spec
+    /// recommends for clients that ignore `structuredContent`.
+    pub fn structured(value: Value) -> Self {
+        CallToolResult {
+            content: vec![ContentBlock::text(value.to_string())],
+            structured_content: Some(value),
+            ..Default::default()
+        }
+    }
+
+    /// Whether `isError` is true.
+    pub fn is_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn constructors() {
+        assert_eq!(
+            serde_json::to_value(CallToolResult::error("boom")).expect("ser"),
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
+        );
+        let s = CallToolResult::structured(json!({"a": 1}));
+        assert_eq!(s.content[0].as_text(), Some(r#"{"a":1}"#));
+        let tool = Tool::new("t", "does t", Tool::empty_input_schema());
+        assert_eq!(
+            serde_json::to_value(&tool).expect("ser"),
+            json!({"name": "t", "description": "does t", "inputSchema": {"type": "object"}})
+        );
+        assert_eq!(tool.display_name(), "t");
+    }
+
+    #[test]
+    fn schema_kept_verbatim() {
+        let v = json!({"name": "x", "inputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "$defs": {"p": {"type": "string"}}, "properties": {"p": {"$ref": "#/$defs/p"}},
+            "additionalProperties": false}});
+        let tool: Tool = serde_json::from_value(v.clone()).expect("de");
+        assert_eq!(serde_json::to_value(&tool).expect("ser"), v);
+    }
+}

@@ -1,0 +1,771 @@
+//! The client: handshake, typed calls for everything a server offers, callbacks for
+//! what a server may ask (sampling, elicitation, roots), and lists of tools, prompts
+//! and resources that refresh themselves on `list_changed`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcpflow::client::Client;
+//! use mcpflow::protocol::{CallToolResult, Tool};
+//! use mcpflow::server::Server;
+//! use mcpflow::transport::MemoryTransport;
+//!
+//! let server = Server::builder("demo", "1.0.0")
+//!     .tool(Tool::new("hello", "Say hello", Tool::empty_input_schema()), |_args, _cx| async {
+//!         Ok(CallToolResult::text("hello"))
+//!     })
+//!     .build();
+//! let (client_side, server_side) = MemoryTransport::pair(0);
+//! let _running = server.serve(server_side);
+//! let client = Client::builder("my-agent", "0.1.0").connect(client_side).await?;
+//! let tools = client.tools().await?;
+//! assert_eq!(tools[0].name, "hello");
+//! let result = client.call_tool("hello", serde_json::json!({})).await?;
+//! assert_eq!(result.content[0].as_text(), Some("hello"));
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Callbacks run concurrently with everything else (server requests in their own
+//! tasks, notifications on the notification lane), so they may call the server back.
+
+mod cache;
+
+use std::fmt;
+use std::future::Future;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::methods::{self, method};
+use mcpflow_protocol::prompts::Prompt;
+use mcpflow_protocol::resources::{Resource, ResourceTemplate, SubscribeRequestParams};
+use mcpflow_protocol::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, EmptyParams, ErrorCode,
+    ErrorObject, GetPromptRequestParams, GetPromptResult, HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams,
+    InitializeResult, JsonObject, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, RequestMethod, Root,
+    SetLevelRequestParams, Tool,
+};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use cache::ListCache;
+
+use crate::config::SessionConfig;
+use crate::error::SessionError;
+use crate::session::{BoxFuture, Peer, RequestContext, RequestOptions, Service, Session};
+use crate::transport::Transport;
+
+/// Most pages an all-pages helper follows before giving up (a server that never stops
+/// returning cursors).
+const MAX_PAGES: usize = 1000;
+
+/// Answers `sampling/createMessage`.
+pub type SamplingHandler = Arc<
+    dyn Fn(CreateMessageRequestParams, ClientHandle) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// Answers `elicitation/create` (form and URL modes).
+pub type ElicitationHandler =
+    Arc<dyn Fn(ElicitRequestParams, ClientHandle) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync>;
+/// Answers `roots/list`.
+pub type RootsHandler =
+    Arc<dyn Fn(ClientHandle) -> BoxFuture<'static, Result<Vec<Root>, ErrorObject>> + Send + Sync>;
+/// Receives `notifications/message`, on the notification lane.
+pub type LogHandler = Arc<dyn Fn(LoggingMessageNotificationParams, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
+/// Receives every server notification, on the notification lane, in receive order.
+pub type NotificationHandler = Arc<dyn Fn(Notification, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// The handshake failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// `initialize` did not succeed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[from] SessionError),
+    /// The server chose a protocol version this client does not speak.
+    #[error(
+        "the server chose protocol version {chosen}, which this client does not support (supported: {supported})"
+    )]
+    UnsupportedVersion {
+        /// What the server answered.
+        chosen: String,
+        /// What this client speaks.
+        supported: String,
+    },
+}
+
+/// Builds a [`Client`]: identity, callbacks, limits.
+#[must_use]
+pub struct ClientBuilder {
+    info: Implementation,
+    protocol_version: ProtocolVersion,
+    config: SessionConfig,
+    handlers: Handlers,
+}
+
+#[derive(Default, Clone)]
+struct Handlers {
+    sampling: Option<SamplingHandler>,
+    elicitation: Option<ElicitationHandler>,
+    url_elicitation: bool,
+    roots: Option<RootsHandler>,
+    roots_list_changed: bool,
+    log: Option<LogHandler>,
+    notification: Option<NotificationHandler>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("protocol_version", &self.protocol_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// The protocol version to ask for (default: the newest handshake version,
+    /// 2025-11-25). The server may answer with an older one it supports.
+    pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.protocol_version = version;
+        self
+    }
+
+    /// Limits and timeouts of the connection.
+    pub fn session_config(mut self, config: SessionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Serve `sampling/createMessage` (declares the `sampling` capability). The handler
+    /// may call the server back.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(CreateMessageRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+    {
+        self.handlers.sampling = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self
+    }
+
+    /// Serve `elicitation/create` in form mode, and in URL mode too when `url_mode`
+    /// (declares the `elicitation` capability with those modes).
+    pub fn on_elicitation<F, Fut>(mut self, url_mode: bool, handler: F) -> Self
+    where
+        F: Fn(ElicitRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
+    {
+        self.handlers.elicitation = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self.handlers.url_elicitation = url_mode;
+        self
+    }
+
+    /// Serve `roots/list` (declares `roots` with `listChanged`; tell the server about
+    /// changes with [`ClientHandle::notify_roots_list_changed`]).
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
+    {
+        self.handlers.roots = Some(Arc::new(move |c| Box::pin(handler(c))));
+        self.handlers.roots_list_changed = true;
+        self
+    }
+
+    /// Serve a fixed list of roots.
+    pub fn roots(self, roots: Vec<Root>) -> Self {
+        let roots = Arc::new(roots);
+        self.on_roots(move |_| {
+            let roots = roots.clone();
+            async move { Ok(roots.as_ref().clone()) }
+        })
+    }
+
+    /// Receive log messages (`notifications/message`) on the notification lane. The
+    /// handler may await requests to the server.
+    pub fn on_log<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(LoggingMessageNotificationParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.handlers.log = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self
+    }
+
+    /// Receive every server notification on the notification lane, one at a time, in
+    /// receive order (after the built-in handling: log handler, list refresh). The
+    /// handler may await requests to the server.
+    pub fn on_notification<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Notification, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.handlers.notification = Some(Arc::new(move |n, c| Box::pin(handler(n, c))));
+        self
+    }
+
+    fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.handlers.sampling.is_some() {
+            caps = caps.with_sampling();
+        }
+        if self.handlers.elicitation.is_some() {
+            caps = caps.with_elicitation();
+            if self.handlers.url_elicitation
+                && let Some(e) = caps.elicitation.as_mut()
+            {
+                e.form = Some(JsonObject::new());
+                e.url = Some(JsonObject::new());
+            }
+        }
+        if self.handlers.roots.is_some() {
+            caps = caps.with_roots(self.handlers.roots_list_changed);
+        }
+        caps
+    }
+
+    /// Start the engine on `transport` and run the handshake: `initialize` (never
+    /// cancelled, bounded by the request timeout), then `notifications/initialized`.
+    ///
+    /// # Errors
+    /// [`ConnectError`] when `initialize` fails or the server picks a version this
+    /// client does not speak.
+    pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
+        let capabilities = self.capabilities();
+        let shared = Arc::new(ClientShared {
+            handlers: self.handlers.clone(),
+            server: OnceLock::new(),
+            caches: OnceLock::new(),
+        });
+        let service = Arc::new(ClientService { shared: shared.clone() });
+        let session = Session::start(transport, service, self.config);
+        let handle = ClientHandle {
+            peer: session.peer().clone(),
+            shared,
+        };
+        let _ = handle.shared.caches.set(Caches::new(&handle.peer));
+        let params = InitializeRequestParams::new(self.protocol_version, capabilities, self.info);
+        let init: Result<InitializeResult, SessionError> = handle
+            .peer
+            .request(method::INITIALIZE, &params, RequestOptions::new().never_cancel())
+            .await;
+        let init = match init {
+            Ok(init) => init,
+            Err(e) => {
+                session.close().await;
+                return Err(e.into());
+            }
+        };
+        if !HANDSHAKE_VERSIONS.contains(&init.protocol_version) {
+            session.close().await;
+            return Err(ConnectError::UnsupportedVersion {
+                chosen: init.protocol_version.as_str().to_owned(),
+                supported: HANDSHAKE_VERSIONS.iter().map(ProtocolVersion::as_str).collect::<Vec<_>>().join(", "),
+            });
+        }
+        handle.peer.set_accept_batches(init.protocol_version.supports_batches());
+        let _ = handle.shared.server.set(init);
+        if let Err(e) = handle.peer.notify_raw(method::INITIALIZED, Some(&EmptyParams::default())).await {
+            session.close().await;
+            return Err(e.into());
+        }
+        Ok(Client { handle, session })
+    }
+}
+
+struct ClientShared {
+    handlers: Handlers,
+    server: OnceLock<InitializeResult>,
+    caches: OnceLock<Caches>,
+}
+
+struct Caches {
+    tools: Arc<ListCache<Tool>>,
+    prompts: Arc<ListCache<Prompt>>,
+    resources: Arc<ListCache<Resource>>,
+}
+
+impl Caches {
+    fn new(peer: &Peer) -> Caches {
+        Caches {
+            tools: ListCache::new(all_pages_fetch(peer, method::TOOLS_LIST, "tools")),
+            prompts: ListCache::new(all_pages_fetch(peer, method::PROMPTS_LIST, "prompts")),
+            resources: ListCache::new(all_pages_fetch(peer, method::RESOURCES_LIST, "resources")),
+        }
+    }
+
+    fn abort(&self) {
+        self.tools.abort();
+        self.prompts.abort();
+        self.resources.abort();
+    }
+}
+
+fn all_pages_fetch<T>(peer: &Peer, method: &'static str, field: &'static str) -> cache::Fetch<T>
+where
+    T: serde::de::DeserializeOwned + Send + 'static,
+{
+    let peer = peer.clone();
+    Arc::new(move || {
+        let peer = peer.clone();
+        Box::pin(async move { all_pages(&peer, method, field).await })
+    })
+}
+
+async fn all_pages<T: serde::de::DeserializeOwned>(
+    peer: &Peer,
+    method: &str,
+    field: &str,
+) -> Result<Vec<T>, SessionError> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        #[serde(rename = "nextCursor")]
+        next_cursor: Option<String>,
+        #[serde(flatten)]
+        rest: serde_json::Map<String, serde_json::Value>,
+    }
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(c) => PaginatedRequestParams::with_cursor(c.clone()),
+            None => PaginatedRequestParams::default(),
+        };
+        let mut page: Page = peer.request(method, &params, RequestOptions::new()).await?;
+        let list = page.rest.remove(field).unwrap_or(serde_json::Value::Array(Vec::new()));
+        let list: Vec<T> = serde_json::from_value(list).map_err(|e| SessionError::Codec {
+            method: method.into(),
+            detail: format!("unexpected `{field}` entries: {e}"),
+        })?;
+        items.extend(list);
+        match page.next_cursor {
+            Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+            Some(_) => {
+                return Err(SessionError::Codec {
+                    method: method.into(),
+                    detail: "the server returned the same cursor twice".to_owned(),
+                });
+            }
+            None => return Ok(items),
+        }
+    }
+    Err(SessionError::Codec {
+        method: method.into(),
+        detail: format!("more than {MAX_PAGES} pages"),
+    })
+}
+
+/// A cheap, cloneable handle to a connected server: every typed call lives here.
+/// Callbacks receive one, so they can call the server back.
+#[derive(Clone)]
+pub struct ClientHandle {
+    peer: Peer,
+    shared: Arc<ClientShared>,
+}
+
+impl fmt::Debug for ClientHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientHandle").field("peer", &self.peer).finish_non_exhaustive()
+    }
+}
+
+impl ClientHandle {
+    /// The engine-level peer, for raw requests and notifications.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The server's `initialize` result (`None` until the handshake completes).
+    pub fn server(&self) -> Option<&InitializeResult> {
+        self.shared.server.get()
+    }
+
+    /// Send any typed request.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn request<M: RequestMethod>(&self, params: &M::Params, options: RequestOptions) -> Result<M::Result, SessionError> {
+        self.peer.request(M::METHOD, params, options).await
+    }
+
+    /// `ping`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn ping(&self) -> Result<(), SessionError> {
+        self.request::<methods::Ping>(&EmptyParams::default(), RequestOptions::new()).await.map(drop)
+    }
+
+    /// One page of `tools/list`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn list_tools(&self, cursor: Option<String>) -> Result<mcpflow_protocol::ListToolsResult, SessionError> {
+        let params = cursor.map(PaginatedRequestParams::with_cursor).unwrap_or_default();
+        self.request::<methods::ListTools>(&params, RequestOptions::new()).await
+    }
+
+    /// Every page of `tools/list`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`], or [`SessionError::Codec`] for a cursor loop.
+    pub async fn list_all_tools(&self) -> Result<Vec<Tool>, SessionError> {
+        all_pages(&self.peer, method::TOOLS_LIST, "tools").await
+    }
+
+    /// The tool list, kept fresh: fetched on first use, refetched after each
+    /// `notifications/tools/list_changed` (single flight; replaced atomically).
+    ///
+    /// # Errors
+    /// The error of the last fetch, if it failed.
+    pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, SessionError> {
+        self.caches().tools.get().await
+    }
+
+    /// The prompt list, kept fresh like [`tools`](Self::tools).
+    ///
+    /// # Errors
+    /// The error of the last fetch, if it failed.
+    pub async fn prompts(&self) -> Result<Arc<Vec<Prompt>>, SessionError> {
+        self.caches().prompts.get().await
+    }
+
+    /// The resource list, kept fresh like [`tools`](Self::tools).
+    ///
+    /// # Errors
+    /// The error of the last fetch, if it failed.
+    pub async fn resources(&self) -> Result<Arc<Vec<Resource>>, SessionError> {
+        self.caches().resources.get().await
+    }
+
+    /// The tool list as last fetched, without fetching.
+    pub fn tools_snapshot(&self) -> Option<Arc<Vec<Tool>>> {
+        self.caches().tools.snapshot()
+    }
+
+    /// How many `tools/list` refreshes the cache has run.
+    pub fn tool_list_fetches(&self) -> u64 {
+        self.caches().tools.fetches()
+    }
+
+    fn caches(&self) -> &Caches {
+        self.shared.caches.get_or_init(|| Caches::new(&self.peer))
+    }
+
+    /// Call a tool, asking for progress (which also keeps the timeout from expiring
+    /// while the tool reports progress).
+    ///
+    /// # Errors
+    /// As [`Peer::request`]. A tool that fails returns `Ok` with `is_error` set.
+    pub async fn call_tool(&self, name: &str, arguments: serde_json::Value) -> Result<CallToolResult, SessionError> {
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = match arguments {
+            serde_json::Value::Object(map) => Some(map),
+            serde_json::Value::Null => None,
+            other => {
+                return Err(SessionError::Codec {
+                    method: method::TOOLS_CALL.into(),
+                    detail: format!("tool arguments must be a JSON object, not {other}"),
+                });
+            }
+        };
+        self.call_tool_with(&params, RequestOptions::new().with_progress_token()).await
+    }
+
+    /// Call a tool with explicit options (progress callback, timeouts, `_meta`).
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn call_tool_with(
+        &self,
+        params: &CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, SessionError> {
+        self.request::<methods::CallTool>(params, options).await
+    }
+
+    /// Start a tool call and read its progress as a stream
+    /// ([`PendingRequest::next_event`](crate::PendingRequest::next_event)).
+    ///
+    /// # Errors
+    /// As [`Peer::send_request`].
+    pub async fn start_call_tool(
+        &self,
+        params: &CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<crate::PendingRequest, SessionError> {
+        let raw = to_raw(method::TOOLS_CALL, params)?;
+        self.peer.send_request(method::TOOLS_CALL, Some(raw), options.with_progress_token()).await
+    }
+
+    /// Every page of `resources/list`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn list_all_resources(&self) -> Result<Vec<Resource>, SessionError> {
+        all_pages(&self.peer, method::RESOURCES_LIST, "resources").await
+    }
+
+    /// Every page of `resources/templates/list`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, SessionError> {
+        all_pages(&self.peer, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await
+    }
+
+    /// `resources/read`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        self.request::<methods::ReadResource>(&ReadResourceRequestParams::new(uri), RequestOptions::new()).await
+    }
+
+    /// `resources/subscribe`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn subscribe(&self, uri: &str) -> Result<(), SessionError> {
+        self.request::<methods::Subscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new()).await.map(drop)
+    }
+
+    /// `resources/unsubscribe`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), SessionError> {
+        self.request::<methods::Unsubscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new()).await.map(drop)
+    }
+
+    /// Every page of `prompts/list`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, SessionError> {
+        all_pages(&self.peer, method::PROMPTS_LIST, "prompts").await
+    }
+
+    /// `prompts/get`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn get_prompt(&self, params: &GetPromptRequestParams) -> Result<GetPromptResult, SessionError> {
+        self.request::<methods::GetPrompt>(params, RequestOptions::new()).await
+    }
+
+    /// `completion/complete`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn complete(&self, params: &CompleteRequestParams) -> Result<CompleteResult, SessionError> {
+        self.request::<methods::Complete>(params, RequestOptions::new()).await
+    }
+
+    /// `logging/setLevel`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), SessionError> {
+        self.request::<methods::SetLevel>(&SetLevelRequestParams::new(level), RequestOptions::new()).await.map(drop)
+    }
+
+    /// Tell the server the roots changed (`notifications/roots/list_changed`).
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn notify_roots_list_changed(&self) -> Result<(), SessionError> {
+        self.peer.notify_raw(method::ROOTS_LIST_CHANGED, Some(&EmptyParams::default())).await
+    }
+}
+
+fn to_raw<T: Serialize>(method: &str, value: &T) -> Result<Box<RawValue>, SessionError> {
+    serde_json::value::to_raw_value(value).map_err(|e| SessionError::Codec {
+        method: method.into(),
+        detail: format!("params do not serialize: {e}"),
+    })
+}
+
+/// A connected client. Derefs to [`ClientHandle`] for every call. Dropping it aborts
+/// the connection; [`Client::close`] ends it in order.
+pub struct Client {
+    handle: ClientHandle,
+    session: Session,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").field("handle", &self.handle).finish_non_exhaustive()
+    }
+}
+
+impl Deref for Client {
+    type Target = ClientHandle;
+    fn deref(&self) -> &ClientHandle {
+        &self.handle
+    }
+}
+
+impl Client {
+    /// Start building a client named `name` at `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            info: Implementation::new(name, version),
+            protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
+            config: SessionConfig::default(),
+            handlers: Handlers::default(),
+        }
+    }
+
+    /// A handle that outlives borrows of the client (for tasks and callbacks).
+    pub fn handle(&self) -> ClientHandle {
+        self.handle.clone()
+    }
+
+    /// The server's `initialize` result.
+    pub fn server_info(&self) -> &InitializeResult {
+        // Set before `connect` returns a `Client`.
+        self.handle.shared.server.get().unwrap_or_else(|| unreachable_server_info())
+    }
+
+    /// End the connection in order (for a child process: close stdin, wait, `SIGTERM`,
+    /// `SIGKILL`).
+    pub async fn close(self) {
+        if let Some(caches) = self.handle.shared.caches.get() {
+            caches.abort();
+        }
+        self.session.close().await;
+    }
+
+    /// Wait until the connection ends.
+    pub async fn closed(&self) {
+        self.session.closed().await;
+    }
+}
+
+#[cold]
+fn unreachable_server_info() -> &'static InitializeResult {
+    static EMPTY: OnceLock<InitializeResult> = OnceLock::new();
+    EMPTY.get_or_init(|| {
+        InitializeResult::new(
+            ProtocolVersion::LATEST_HANDSHAKE,
+            Default::default(),
+            Implementation::new("unknown", "0"),
+        )
+    })
+}
+
+/// The engine's [`Service`] for a client connection.
+struct ClientService {
+    shared: Arc<ClientShared>,
+}
+
+impl ClientService {
+    fn handle(&self, peer: &Peer) -> ClientHandle {
+        ClientHandle {
+            peer: peer.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+fn not_supported(what: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("this client does not support {what} (no handler configured)"),
+    )
+}
+
+impl Service for ClientService {
+    fn handle_request(&self, request: Request, cx: RequestContext) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+        let handlers = self.shared.handlers.clone();
+        let handle = self.handle(cx.peer());
+        Box::pin(async move {
+            let raw = request.params.as_deref();
+            let parse = |raw: Option<&RawValue>| -> Result<serde_json::Value, ErrorObject> {
+                match raw {
+                    Some(r) => serde_json::from_str(r.get()).map_err(ErrorObject::invalid_params),
+                    None => Ok(serde_json::Value::Object(JsonObject::new())),
+                }
+            };
+            let encode = |v: &dyn erased::Encode| v.encode();
+            match request.method.as_str() {
+                method::SAMPLING_CREATE_MESSAGE => {
+                    let handler = handlers.sampling.ok_or_else(|| not_supported("sampling"))?;
+                    let params: CreateMessageRequestParams =
+                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                    encode(&handler(params, handle).await?)
+                }
+                method::ELICITATION_CREATE => {
+                    let handler = handlers.elicitation.ok_or_else(|| not_supported("elicitation"))?;
+                    let params: ElicitRequestParams =
+                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                    if matches!(params, ElicitRequestParams::Url(_)) && !handlers.url_elicitation {
+                        return Err(ErrorObject::invalid_params(
+                            "URL-mode elicitation was not declared by this client",
+                        ));
+                    }
+                    encode(&handler(params, handle).await?)
+                }
+                method::ROOTS_LIST => {
+                    let handler = handlers.roots.ok_or_else(|| not_supported("roots"))?;
+                    encode(&ListRootsResult::new(handler(handle).await?))
+                }
+                other => Err(ErrorObject::method_not_found(other)),
+            }
+        })
+    }
+
+    fn observe_notification(&self, notification: &Notification, _peer: &Peer) {
+        let Some(caches) = self.shared.caches.get() else {
+            return;
+        };
+        match notification.method.as_str() {
+            method::TOOL_LIST_CHANGED => caches.tools.mark_dirty(),
+            method::PROMPT_LIST_CHANGED => caches.prompts.mark_dirty(),
+            method::RESOURCE_LIST_CHANGED => caches.resources.mark_dirty(),
+            _ => {}
+        }
+    }
+
+    fn handle_notification(&self, notification: Notification, peer: Peer) -> BoxFuture<'static, ()> {
+        let handlers = self.shared.handlers.clone();
+        let handle = self.handle(&peer);
+        Box::pin(async move {
+            if notification.method == method::LOGGING_MESSAGE
+                && let Some(log) = &handlers.log
+            {
+                match notification
+                    .params
+                    .as_deref()
+                    .map(|p| serde_json::from_str::<LoggingMessageNotificationParams>(p.get()))
+                {
+                    Some(Ok(params)) => log(params, handle.clone()).await,
+                    _ => tracing::debug!("ignored a malformed log notification"),
+                }
+            }
+            if let Some(on_notification) = &handlers.notification {
+                on_notification(notification, handle).await;
+            }
+        })
+    }
+}
+
+mod erased {
+    use mcpflow_protocol::ErrorObject;
+    use serde_json::value::RawValue;
+
+    /// Serialize a handler's result into the response.
+    pub(super) trait Encode {
+        fn encode(&self) -> Result<Box<RawValue>, ErrorObject>;
+    }
+
+    impl<T: serde::Serialize> Encode for T {
+        fn encode(&self) -> Result<Box<RawValue>, ErrorObject> {
+            serde_json::value::to_raw_value(self).map_err(ErrorObject::internal)
+        }
+    }
+}

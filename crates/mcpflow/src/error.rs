@@ -1,0 +1,154 @@
+//! Errors, one type per layer: [`TransportError`] (bytes could not move),
+//! [`SessionError`] (a request did not complete) and the [`CloseReason`] every pending
+//! request carries when a connection ends.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpflow_protocol::ErrorObject;
+
+/// The transport could not move bytes.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// An I/O operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: &'static str,
+        /// The underlying error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// A child process could not be started.
+    #[error("could not start `{command}`: {source}; check that the command exists and is executable")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The underlying error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The child process exited (or closed its stdout) while the connection was open.
+    #[error("server process exited ({status}){}", stderr_suffix(.stderr_tail))]
+    ProcessExited {
+        /// The exit status as text (`exit status: 3`, `signal: 9 (SIGKILL)`, or
+        /// `still running` when only stdout was closed).
+        status: String,
+        /// The last lines the process wrote to stderr.
+        stderr_tail: String,
+    },
+    /// A frame could not be resynchronised (e.g. an oversized frame on a transport that
+    /// cannot skip to the next message boundary).
+    #[error("framing error: {0}")]
+    Framing(String),
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        "; it wrote nothing to stderr".to_owned()
+    } else {
+        format!("; last stderr lines:\n{}", tail.trim_end())
+    }
+}
+
+impl TransportError {
+    /// Wrap an I/O error with what was being done.
+    pub fn io(context: &'static str, source: std::io::Error) -> Self {
+        TransportError::Io {
+            context,
+            source: Arc::new(source),
+        }
+    }
+}
+
+/// Why a connection ended. Every request pending at that moment fails with it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The peer closed its end (end of stream) without an error.
+    PeerClosed,
+    /// The transport failed.
+    Transport(TransportError),
+    /// This side called `close()` or dropped the connection.
+    ClosedLocally,
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::PeerClosed => f.write_str("the peer closed the connection"),
+            CloseReason::Transport(e) => write!(f, "{e}"),
+            CloseReason::ClosedLocally => f.write_str("the connection was closed by this side"),
+        }
+    }
+}
+
+/// A request to the peer did not produce a result.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The peer answered with a JSON-RPC error.
+    #[error("`{method}` failed: {error}")]
+    Rejected {
+        /// The method that was called.
+        method: Box<str>,
+        /// The peer's error.
+        error: ErrorObject,
+    },
+    /// Neither a result nor progress arrived in time; `notifications/cancelled` was sent
+    /// (except for `initialize`, which must never be cancelled).
+    #[error(
+        "`{method}` got no answer or progress in {after:?}; raise the request timeout \
+         (RequestOptions::timeout or SessionConfig::request_timeout) or have the server report progress"
+    )]
+    Timeout {
+        /// The method that was called.
+        method: Box<str>,
+        /// How long the request waited.
+        after: Duration,
+    },
+    /// The request ran past its maximum total time although progress kept arriving.
+    #[error(
+        "`{method}` ran past its maximum total time of {after:?}; raise \
+         RequestOptions::max_total or SessionConfig::max_request_timeout"
+    )]
+    MaxTotalExceeded {
+        /// The method that was called.
+        method: Box<str>,
+        /// The cap that was hit.
+        after: Duration,
+    },
+    /// The connection ended before the answer arrived.
+    #[error("`{method}` could not complete: {reason}")]
+    Closed {
+        /// The method that was called.
+        method: Box<str>,
+        /// Why the connection ended.
+        reason: CloseReason,
+    },
+    /// The params could not be serialized, or the result did not have the expected shape.
+    #[error("`{method}`: {detail}")]
+    Codec {
+        /// The method that was called.
+        method: Box<str>,
+        /// What did not fit.
+        detail: String,
+    },
+}
+
+impl SessionError {
+    /// The peer's JSON-RPC error, when the peer rejected the request.
+    pub fn rejection(&self) -> Option<&ErrorObject> {
+        match self {
+            SessionError::Rejected { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection has ended (no further request can succeed).
+    pub fn is_closed(&self) -> bool {
+        matches!(self, SessionError::Closed { .. })
+    }
+}

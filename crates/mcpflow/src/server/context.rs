@@ -1,0 +1,159 @@
+//! [`ServerContext`]: what a server handler can do besides returning its result.
+
+use std::sync::Arc;
+
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ErrorObject, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion,
+};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use super::{Connection, Server};
+use crate::error::SessionError;
+use crate::session::{Peer, RequestContext, RequestOptions};
+
+/// Given to every server handler: report progress, log, reach the client (sampling,
+/// elicitation, roots), see cancellation, and change what the server offers.
+///
+/// Requests sent from here are tagged with the handler's request, so over HTTP they
+/// travel on that request's stream.
+#[derive(Clone, Debug)]
+pub struct ServerContext {
+    request: RequestContext,
+    connection: Arc<Connection>,
+    server: Server,
+}
+
+impl ServerContext {
+    pub(crate) fn new(request: RequestContext, connection: Arc<Connection>, server: Server) -> Self {
+        ServerContext {
+            request,
+            connection,
+            server,
+        }
+    }
+
+    /// The engine-level context: id, cancellation, progress token, peer.
+    pub fn request(&self) -> &RequestContext {
+        &self.request
+    }
+
+    /// The connection to the client.
+    pub fn peer(&self) -> &Peer {
+        self.request.peer()
+    }
+
+    /// The server, to add or remove tools, resources and prompts (clients are notified).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Tripped when the client cancels this request or the connection closes.
+    pub fn cancellation(&self) -> &CancellationToken {
+        self.request.cancellation()
+    }
+
+    /// What the client declared in `initialize`.
+    pub fn client_capabilities(&self) -> ClientCapabilities {
+        self.connection.client_capabilities()
+    }
+
+    /// Who the client said it is.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.connection.client_info()
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.connection.protocol_version()
+    }
+
+    /// Report progress (sent only if the client asked for it with a progress token).
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), SessionError> {
+        self.request.report_progress(progress, total, message).await
+    }
+
+    /// Send a log message (`notifications/message`) if `level` is at or above the level
+    /// the client set with `logging/setLevel` (everything is sent until it sets one).
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn log(&self, level: LoggingLevel, data: impl Into<serde_json::Value>) -> Result<(), SessionError> {
+        if level < self.connection.log_level() {
+            return Ok(());
+        }
+        let params = LoggingMessageNotificationParams::new(level, data);
+        self.peer().notify_raw(method::LOGGING_MESSAGE, Some(&params)).await
+    }
+
+    /// Ask the client's model for a completion (`sampling/createMessage`).
+    ///
+    /// # Errors
+    /// [`SessionError::Rejected`] when the client did not declare sampling or refused.
+    pub async fn create_message(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, SessionError> {
+        if self.client_capabilities().sampling.is_none() {
+            return Err(undeclared(method::SAMPLING_CREATE_MESSAGE, "sampling"));
+        }
+        self.peer()
+            .request(method::SAMPLING_CREATE_MESSAGE, &params, RequestOptions::new())
+            .await
+    }
+
+    /// Ask the user for input through the client (`elicitation/create`).
+    ///
+    /// # Errors
+    /// [`SessionError::Rejected`] when the client did not declare the elicitation mode.
+    pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, SessionError> {
+        let caps = self.client_capabilities();
+        let declared = match &params {
+            ElicitRequestParams::Url(_) => caps.supports_url_elicitation(),
+            _ => caps.supports_form_elicitation(),
+        };
+        if !declared {
+            return Err(undeclared(method::ELICITATION_CREATE, "this elicitation mode"));
+        }
+        self.peer()
+            .request(method::ELICITATION_CREATE, &params, RequestOptions::new())
+            .await
+    }
+
+    /// Ask the client for its roots (`roots/list`).
+    ///
+    /// # Errors
+    /// [`SessionError::Rejected`] when the client did not declare roots.
+    pub async fn list_roots(&self) -> Result<ListRootsResult, SessionError> {
+        if self.client_capabilities().roots.is_none() {
+            return Err(undeclared(method::ROOTS_LIST, "roots"));
+        }
+        let empty = RawValue::from_string("{}".to_owned()).ok();
+        let raw = self.peer().request_raw(method::ROOTS_LIST, empty, RequestOptions::new()).await?;
+        serde_json::from_str(raw.get()).map_err(|e| SessionError::Codec {
+            method: method::ROOTS_LIST.into(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Tell this client that a subscribed resource changed (`notifications/resources/updated`).
+    /// Sent only if the client subscribed to `uri`.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn notify_resource_updated(&self, uri: &str) -> Result<(), SessionError> {
+        self.connection.notify_resource_updated(self.peer(), uri).await
+    }
+}
+
+fn undeclared(method: &str, what: &str) -> SessionError {
+    SessionError::Rejected {
+        method: method.into(),
+        error: ErrorObject::new(
+            mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
+            format!("the client did not declare {what} support in initialize"),
+        ),
+    }
+}

@@ -1,0 +1,164 @@
+//! What a server offers: tools, resources, resource templates and prompts, with their
+//! handlers. Shared by every connection of a [`Server`](super::Server) and changeable
+//! at run time (each change notifies connected clients).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use mcpflow_protocol::prompts::Prompt;
+use mcpflow_protocol::resources::{Resource, ResourceTemplate};
+use mcpflow_protocol::{
+    CallToolResult, CompleteRequestParams, CompleteResult, ErrorObject, GetPromptResult, JsonObject,
+    ReadResourceResult, Tool,
+};
+
+use super::context::ServerContext;
+use crate::session::BoxFuture;
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The tool ran and failed: the client gets a result with `isError: true` and this
+    /// message (the model sees it), not a protocol error.
+    #[error("{0}")]
+    Failed(String),
+    /// The request itself was wrong (e.g. invalid arguments): a JSON-RPC error.
+    #[error("{0}")]
+    Protocol(ErrorObject),
+}
+
+impl ToolError {
+    /// A tool failure the model should see.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed(message.into())
+    }
+
+    /// `-32602` invalid params.
+    pub fn invalid_params(reason: impl std::fmt::Display) -> Self {
+        ToolError::Protocol(ErrorObject::invalid_params(reason))
+    }
+}
+
+/// Runs a tool: arguments in, result out.
+pub type ToolHandler =
+    Arc<dyn Fn(JsonObject, ServerContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>> + Send + Sync>;
+/// Reads a resource: its URI and, for a template, the template's variables.
+pub type ResourceHandler = Arc<
+    dyn Fn(String, HashMap<String, String>, ServerContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// Renders a prompt from its arguments.
+pub type PromptHandler = Arc<
+    dyn Fn(BTreeMap<String, String>, ServerContext) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// Answers `completion/complete`.
+pub type CompletionHandler = Arc<
+    dyn Fn(CompleteRequestParams, ServerContext) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
+#[derive(Clone)]
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) handler: ToolHandler,
+}
+
+#[derive(Clone)]
+pub(crate) struct ResourceEntry {
+    pub(crate) resource: Resource,
+    pub(crate) handler: ResourceHandler,
+}
+
+#[derive(Clone)]
+pub(crate) struct TemplateEntry {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) handler: ResourceHandler,
+}
+
+#[derive(Clone)]
+pub(crate) struct PromptEntry {
+    pub(crate) prompt: Prompt,
+    pub(crate) handler: PromptHandler,
+}
+
+/// Registered items, in registration order (list order is deterministic).
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    pub(crate) tools: Vec<ToolEntry>,
+    pub(crate) resources: Vec<ResourceEntry>,
+    pub(crate) templates: Vec<TemplateEntry>,
+    pub(crate) prompts: Vec<PromptEntry>,
+}
+
+impl Registry {
+    pub(crate) fn upsert_tool(&mut self, entry: ToolEntry) {
+        match self.tools.iter_mut().find(|t| t.tool.name == entry.tool.name) {
+            Some(existing) => *existing = entry,
+            None => self.tools.push(entry),
+        }
+    }
+
+    pub(crate) fn find_resource(&self, uri: &str) -> Option<(ResourceHandler, HashMap<String, String>)> {
+        if let Some(r) = self.resources.iter().find(|r| r.resource.uri == uri) {
+            return Some((r.handler.clone(), HashMap::new()));
+        }
+        self.templates.iter().find_map(|t| {
+            match_template(&t.template.uri_template, uri).map(|vars| (t.handler.clone(), vars))
+        })
+    }
+}
+
+/// Match a URI against an RFC 6570 level-1 template (`test://items/{id}/data`). A
+/// variable matches a non-empty run of characters up to the next literal part; the
+/// last variable may not contain `/` unless it ends the template.
+pub(crate) fn match_template(template: &str, uri: &str) -> Option<HashMap<String, String>> {
+    let mut vars = HashMap::new();
+    let mut rest_t = template;
+    let mut rest_u = uri;
+    loop {
+        match rest_t.find('{') {
+            None => return (rest_t == rest_u).then_some(vars),
+            Some(open) => {
+                let literal = &rest_t[..open];
+                rest_u = rest_u.strip_prefix(literal)?;
+                let close = rest_t[open..].find('}')? + open;
+                let name = &rest_t[open + 1..close];
+                rest_t = &rest_t[close + 1..];
+                let next_literal_end = rest_t.find('{').unwrap_or(rest_t.len());
+                let next_literal = &rest_t[..next_literal_end];
+                let value_end = if next_literal.is_empty() {
+                    if rest_t.is_empty() { rest_u.len() } else { rest_u.find('/').unwrap_or(rest_u.len()) }
+                } else {
+                    rest_u.find(next_literal)?
+                };
+                let value = &rest_u[..value_end];
+                if value.is_empty() || (!rest_t.is_empty() && value.contains('/')) {
+                    return None;
+                }
+                vars.insert(name.trim_start_matches(['+', '#']).to_owned(), value.to_owned());
+                rest_u = &rest_u[value_end..];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::match_template;
+
+    #[test]
+    fn templates_match_their_variables() {
+        let vars = match_template("test://template/{id}/data", "test://template/123/data").expect("match");
+        assert_eq!(vars["id"], "123");
+        assert!(match_template("test://template/{id}/data", "test://template/1/2/data").is_none());
+        assert!(match_template("test://template/{id}/data", "test://template//data").is_none());
+        let vars = match_template("file:///{path}", "file:///a/b.txt").expect("match");
+        assert_eq!(vars["path"], "a/b.txt");
+        assert!(match_template("x://{a}", "y://b").is_none());
+    }
+}

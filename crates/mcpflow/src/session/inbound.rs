@@ -1,0 +1,319 @@
+//! Requests from the peer: admission under the concurrency limit, the bounded queue,
+//! cancellation, and the [`RequestContext`] a handler gets.
+//!
+//! Admission never waits. A request past `max_concurrent_requests` waits for a slot (at
+//! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
+//! Each admitted request is a task in the session's `JoinSet`, with a child of the
+//! session's cancellation token that `notifications/cancelled`, close or drop trips.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcpflow_protocol::jsonrpc::Request;
+use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{Peer, Service, catch_unwind};
+use crate::error::SessionError;
+use crate::transport::FrameKind;
+
+pub(crate) struct Inbound {
+    running: Mutex<HashMap<RequestId, CancellationToken>>,
+    slots: Arc<Semaphore>,
+    admitted: AtomicUsize,
+    limit: usize,
+    max_concurrent: usize,
+    queue_capacity: usize,
+    tasks: Mutex<JoinSet<()>>,
+    root: CancellationToken,
+}
+
+/// Why a request was not admitted; the reader answers with this error.
+pub(crate) enum Refusal {
+    Duplicate(RequestId),
+    Busy(RequestId),
+}
+
+impl Inbound {
+    pub(crate) fn new(max_concurrent: usize, queue_capacity: usize) -> Arc<Self> {
+        Arc::new(Inbound {
+            running: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+            admitted: AtomicUsize::new(0),
+            limit: max_concurrent + queue_capacity,
+            max_concurrent,
+            queue_capacity,
+            tasks: Mutex::new(JoinSet::new()),
+            root: CancellationToken::new(),
+        })
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Requests admitted and not yet answered (running or queued).
+    pub(crate) fn in_flight(&self) -> usize {
+        self.admitted.load(Ordering::Acquire)
+    }
+
+    /// Admit a request or say why not. Never waits.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        request: Request,
+        service: &Arc<dyn Service>,
+        peer: &Peer,
+    ) -> Result<(), Refusal> {
+        let token = {
+            let mut running = self.running();
+            if running.contains_key(&request.id) {
+                return Err(Refusal::Duplicate(request.id));
+            }
+            if self.admitted.load(Ordering::Acquire) >= self.limit {
+                return Err(Refusal::Busy(request.id));
+            }
+            let token = self.root.child_token();
+            running.insert(request.id.clone(), token.clone());
+            self.admitted.fetch_add(1, Ordering::AcqRel);
+            token
+        };
+        let this = self.clone();
+        let service = service.clone();
+        let peer = peer.with_related(request.id.clone());
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(this.run(request, token, service, peer));
+        Ok(())
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        request: Request,
+        token: CancellationToken,
+        service: Arc<dyn Service>,
+        peer: Peer,
+    ) {
+        let _admitted = AdmittedGuard(&self.admitted);
+        let id = request.id.clone();
+        let permit = tokio::select! {
+            biased;
+            () = token.cancelled() => {
+                self.running().remove(&id);
+                return;
+            }
+            permit = self.slots.clone().acquire_owned() => permit,
+        };
+        let method = request.method.clone();
+        let cx = RequestContext {
+            id: id.clone(),
+            progress_token: progress_token(request.params.as_deref()),
+            cancel: token.clone(),
+            peer: peer.clone(),
+        };
+        let handled = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            outcome = catch_unwind(service.handle_request(request, cx)) => Some(outcome),
+        };
+        // Free the id before answering: the peer may reuse it as soon as it reads the answer.
+        self.running().remove(&id);
+        drop(permit);
+        let reply = match handled {
+            // Cancelled by the peer or by close: a cancelled request is not answered.
+            None => return,
+            Some(Ok(Ok(result))) => Message::response(id.clone(), result),
+            Some(Ok(Err(error))) => Message::error(Some(id.clone()), error),
+            Some(Err(())) => {
+                tracing::error!(%method, %id, "request handler panicked");
+                Message::error(
+                    Some(id.clone()),
+                    ErrorObject::internal(format!("the handler for `{method}` panicked")),
+                )
+            }
+        };
+        let _ = peer.send_message(reply, FrameKind::Response(Some(id))).await;
+    }
+
+    /// `notifications/cancelled` from the peer: trip that request's token.
+    pub(crate) fn cancel(&self, id: &RequestId) -> bool {
+        let running = self.running();
+        let found = running
+            .get(id)
+            .or_else(|| {
+                let n = id.correlation_number()?;
+                running.iter().find(|(k, _)| k.correlation_number() == Some(n)).map(|(_, t)| t)
+            });
+        match found {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The error for a refused request.
+    pub(crate) fn refusal_error(&self, refusal: &Refusal) -> (RequestId, ErrorObject) {
+        match refusal {
+            Refusal::Duplicate(id) => (
+                id.clone(),
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("request id {id} is already in flight; ids must be unique among pending requests"),
+                ),
+            ),
+            Refusal::Busy(id) => (
+                id.clone(),
+                ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!(
+                        "server busy: {} requests running and {} queued; try again later",
+                        self.max_concurrent, self.queue_capacity
+                    ),
+                )
+                .with_data(serde_json::json!({
+                    "reason": "busy",
+                    "maxConcurrentRequests": self.max_concurrent,
+                    "requestQueueCapacity": self.queue_capacity,
+                })),
+            ),
+        }
+    }
+
+    /// Stop the handlers. Call only after the reader has stopped (no new admissions).
+    /// With `cancel_first` they are cancelled at once (a local close); otherwise they get
+    /// `grace` to finish first (the peer ended its stream but may still read answers).
+    /// Whatever still runs after the last grace is aborted.
+    pub(crate) async fn close(&self, grace: std::time::Duration, cancel_first: bool) {
+        let mut tasks =
+            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        if cancel_first {
+            self.root.cancel();
+        }
+        if join_all(&mut tasks, grace).await {
+            return;
+        }
+        if !cancel_first {
+            self.root.cancel();
+            if join_all(&mut tasks, grace).await {
+                return;
+            }
+        }
+        tracing::warn!(left = tasks.len(), "request handlers ignored cancellation; aborting them");
+        tasks.shutdown().await;
+    }
+
+    /// Abort everything now (the session was dropped).
+    pub(crate) fn abort_all(&self) {
+        self.root.cancel();
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner).abort_all();
+    }
+}
+
+async fn join_all(tasks: &mut JoinSet<()>, grace: std::time::Duration) -> bool {
+    tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} })
+        .await
+        .is_ok()
+}
+
+struct AdmittedGuard<'a>(&'a AtomicUsize);
+
+impl Drop for AdmittedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn progress_token(params: Option<&RawValue>) -> Option<Box<RawValue>> {
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<MetaHead>,
+    }
+    #[derive(Deserialize)]
+    struct MetaHead {
+        #[serde(rename = "progressToken")]
+        progress_token: Option<Box<RawValue>>,
+    }
+    let params: Params = serde_json::from_str(params?.get()).ok()?;
+    let token = params.meta?.progress_token?;
+    // Tokens are strings or integers; anything else is ignored.
+    let text = token.get();
+    (text.starts_with('"') || text.parse::<i64>().is_ok()).then_some(token)
+}
+
+/// What a request handler gets besides the params: its id, its cancellation token, its
+/// progress token and a [`Peer`] whose messages are tagged as sent on behalf of this
+/// request (HTTP routes them onto this request's stream).
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    id: RequestId,
+    progress_token: Option<Box<RawValue>>,
+    cancel: CancellationToken,
+    peer: Peer,
+}
+
+impl RequestContext {
+    /// The request's id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The peer, for requests and notifications related to this request.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Tripped when the peer cancels the request or the connection closes.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The progress token the peer sent, as raw JSON.
+    pub fn progress_token(&self) -> Option<&RawValue> {
+        self.progress_token.as_deref()
+    }
+
+    /// Send `notifications/progress` for this request. Does nothing when the peer did
+    /// not ask for progress (no token).
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn report_progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), SessionError> {
+        let Some(token) = &self.progress_token else {
+            return Ok(());
+        };
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            #[serde(rename = "progressToken")]
+            token: &'a RawValue,
+            progress: f64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            total: Option<f64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            message: Option<&'a str>,
+        }
+        let params = Params {
+            token,
+            progress,
+            total,
+            message,
+        };
+        self.peer.notify_raw("notifications/progress", Some(&params)).await
+    }
+}

@@ -1,0 +1,678 @@
+//! The engine: one connection's reader, writer, pending table, notification lane and
+//! request tasks.
+//!
+//! ```text
+//! transport ──frames──▶ reader ──┬─ response ──▶ pending table ──▶ caller (PendingRequest)
+//!                                ├─ progress ──▶ that request's channel (before its response)
+//!                                ├─ cancelled ─▶ the handler's token
+//!                                ├─ notification ▶ lane (one at a time, in order) ▶ Service
+//!                                └─ request ───▶ admission ▶ task (under the limit) ▶ Service
+//! Peer / handlers ──▶ writer queue ──▶ writer (batches, one flush per batch) ──▶ transport
+//! ```
+//!
+//! Guarantees (each has a named test in `tests/engine.rs`):
+//! 1. the reader never waits on user code: its only await is the transport read;
+//! 2. notifications are handled one at a time, in receive order, apart from responses,
+//!    so a handler may await requests on the same connection; a request's progress is
+//!    delivered in order and before its response is returned;
+//! 3. peer requests run concurrently under a limit, then wait in a bounded queue, then
+//!    get a busy error at once;
+//! 4. one writer owns the sink, batches, and flushes once per batch; a stalled peer
+//!    slows senders, never the reader;
+//! 5. the engine runs before the handshake: `initialize` is a request like any other;
+//! 6. every request ends: default timeout, reset by progress, capped in total;
+//!    cancellation on timeout and drop; every pending request fails with the cause on
+//!    every exit path;
+//! 7. close is orderly and bounded; no task outlives its session;
+//! 8. bad input gets a JSON-RPC error or a log line, and the connection keeps serving.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::{ErrorObject, Message, RequestId};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::SessionConfig;
+use crate::error::{CloseReason, SessionError};
+use crate::transport::{FrameKind, FrameMeta, Transport};
+
+mod inbound;
+mod lane;
+mod pending;
+mod reader;
+mod writer;
+
+pub use inbound::RequestContext;
+pub use pending::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
+
+use inbound::Inbound;
+use lane::NotificationLane;
+use pending::{Deadline, Failure, PendingEvent, PendingTable};
+use writer::Outbound;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the session calls for the peer's requests and notifications. The client and
+/// the server implement it; most users never do.
+///
+/// Concurrency contract: requests run concurrently, each in its own task, at most
+/// `max_concurrent_requests` at once. Notifications run on the notification lane, one at
+/// a time, in receive order; a notification handler may await requests on the same
+/// session. [`Service::observe_notification`] runs on the reader itself and must not
+/// block.
+pub trait Service: Send + Sync + 'static {
+    /// Answer one request from the peer.
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+
+    /// Handle one notification from the peer (on the lane).
+    fn handle_notification(&self, notification: Notification, peer: Peer) -> BoxFuture<'static, ()>;
+
+    /// Look at a notification as it is read, before it is queued on the lane. Runs on
+    /// the reader: cheap, synchronous bookkeeping only (mark a cache stale).
+    fn observe_notification(&self, notification: &Notification, peer: &Peer) {
+        let _ = (notification, peer);
+    }
+}
+
+/// State shared by the session's tasks and every [`Peer`] handle.
+pub(crate) struct Shared {
+    config: SessionConfig,
+    next_id: AtomicI64,
+    pending: PendingTable,
+    outbound: mpsc::Sender<Outbound>,
+    control: mpsc::Sender<Outbound>,
+    ended: CancellationToken,
+    reason: OnceLock<CloseReason>,
+    accept_batches: AtomicBool,
+    inbound: Arc<Inbound>,
+    lane: Arc<NotificationLane>,
+    reader_stop: CancellationToken,
+}
+
+impl Shared {
+    /// The connection has ended: record why (first cause wins), fail every pending
+    /// request, stop the reader, and let the lane drain.
+    pub(crate) fn shutdown(&self, reason: CloseReason) {
+        let _ = self.reason.set(reason);
+        let reason = self.reason.get().cloned().unwrap_or(CloseReason::ClosedLocally);
+        self.pending.close(&reason);
+        self.lane.close();
+        self.reader_stop.cancel();
+        self.ended.cancel();
+    }
+
+    fn close_reason(&self) -> CloseReason {
+        self.reason.get().cloned().unwrap_or(CloseReason::ClosedLocally)
+    }
+
+    /// Queue a reply without waiting (reader and drop paths).
+    pub(crate) fn send_control(&self, message: Message, kind: FrameKind) {
+        let frame = Outbound {
+            bytes: serialize(&message),
+            meta: FrameMeta { kind, related: None },
+        };
+        if let Err(e) = self.control.try_send(frame) {
+            tracing::warn!(error = %e, "control queue full or closed; dropped a reply (the peer is not reading)");
+        }
+    }
+
+    fn courtesy_cancel(&self, id: i64, reason: &str, related: Option<RequestId>) {
+        let params = serde_json::json!({ "requestId": id, "reason": reason });
+        let Ok(params) = serde_json::value::to_raw_value(&params) else {
+            return;
+        };
+        let frame = Outbound {
+            bytes: serialize(&Message::notification("notifications/cancelled", Some(params))),
+            meta: FrameMeta {
+                kind: FrameKind::Notification,
+                related,
+            },
+        };
+        // The ordered queue keeps the cancellation behind its request; if it is full,
+        // the control queue still gets it out.
+        if let Err(mpsc::error::TrySendError::Full(frame)) = self.outbound.try_send(frame) {
+            let _ = self.control.try_send(frame);
+        }
+    }
+}
+
+fn serialize(message: &Message) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(128);
+    message.write_json(&mut bytes);
+    bytes
+}
+
+/// A handle for sending to the peer: requests, notifications. Cheap to clone.
+///
+/// Every request has a timeout (the session's `request_timeout` unless
+/// [`RequestOptions`] say otherwise), and dropping a request's future sends
+/// `notifications/cancelled`.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+    related: Option<RequestId>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("related", &self.related)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    pub(crate) fn with_related(&self, id: RequestId) -> Peer {
+        Peer {
+            shared: self.shared.clone(),
+            related: Some(id),
+        }
+    }
+
+    /// Send a request and wait for its result.
+    ///
+    /// # Errors
+    /// [`SessionError::Rejected`] with the peer's error, [`SessionError::Timeout`],
+    /// [`SessionError::Closed`] when the connection ends first, or
+    /// [`SessionError::Codec`] when params or result do not (de)serialize.
+    pub async fn request<P, R>(&self, method: &str, params: &P, options: RequestOptions) -> Result<R, SessionError>
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let params = serde_json::value::to_raw_value(params).map_err(|e| SessionError::Codec {
+            method: method.into(),
+            detail: format!("params do not serialize: {e}"),
+        })?;
+        let raw = self.request_raw(method, Some(params), options).await?;
+        serde_json::from_str(raw.get()).map_err(|e| SessionError::Codec {
+            method: method.into(),
+            detail: format!("unexpected result shape: {e}"),
+        })
+    }
+
+    /// Send a request with raw params and wait for its raw result.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, SessionError> {
+        self.send_request(method, params, options).await?.response().await
+    }
+
+    /// Send a request and return its [`PendingRequest`], to read progress as a stream
+    /// with [`PendingRequest::next_event`].
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended, [`SessionError::Timeout`]
+    /// when the writer queue stays full past the timeout, [`SessionError::Codec`] when
+    /// progress or `_meta` options are used with params that are not an object.
+    pub async fn send_request(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<PendingRequest, SessionError> {
+        let config = &self.shared.config;
+        let now = Instant::now();
+        let deadline = Deadline {
+            started: now,
+            last_activity: now,
+            timeout: options.timeout.unwrap_or(config.request_timeout),
+            max_total: options.max_total.unwrap_or(config.max_request_timeout),
+            reset_on_progress: options.reset_on_progress.unwrap_or(true),
+        };
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (params, alias) = with_meta(method, params, &options, id)?;
+        let events = self.shared.pending.insert(id, alias).map_err(|reason| SessionError::Closed {
+            method: method.into(),
+            reason,
+        })?;
+        let mut pending = PendingRequest {
+            id,
+            method: method.into(),
+            events,
+            shared: self.shared.clone(),
+            deadline,
+            on_progress: options.on_progress,
+            finished: false,
+            // Nothing to cancel until the request is queued.
+            cancellable: false,
+            related: self.related.clone(),
+        };
+        let frame = Outbound {
+            bytes: serialize(&Message::request(RequestId::number(id), method, params)),
+            meta: FrameMeta {
+                kind: FrameKind::Request,
+                related: self.related.clone(),
+            },
+        };
+        let queued = tokio::time::timeout_at(deadline.at(), self.shared.outbound.send(frame)).await;
+        match queued {
+            Ok(Ok(())) => {
+                pending.cancellable = !options.never_cancel;
+                Ok(pending)
+            }
+            Ok(Err(_)) => {
+                pending.finished = true;
+                self.shared.pending.remove(id);
+                Err(SessionError::Closed {
+                    method: method.into(),
+                    reason: self.shared.close_reason(),
+                })
+            }
+            Err(_) => {
+                pending.finished = true;
+                self.shared.pending.remove(id);
+                Err(deadline.expired_error(method))
+            }
+        }
+    }
+
+    /// Send a notification.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended, [`SessionError::Codec`]
+    /// when the params do not serialize.
+    pub async fn notify_raw<P: Serialize + ?Sized>(&self, method: &str, params: Option<&P>) -> Result<(), SessionError> {
+        let params = params
+            .map(serde_json::value::to_raw_value)
+            .transpose()
+            .map_err(|e| SessionError::Codec {
+                method: method.into(),
+                detail: format!("params do not serialize: {e}"),
+            })?;
+        self.send_message(Message::notification(method, params), FrameKind::Notification)
+            .await
+            .map_err(|reason| SessionError::Closed {
+                method: method.into(),
+                reason,
+            })
+    }
+
+    pub(crate) async fn send_message(&self, message: Message, kind: FrameKind) -> Result<(), CloseReason> {
+        let frame = Outbound {
+            bytes: serialize(&message),
+            meta: FrameMeta {
+                kind,
+                related: self.related.clone(),
+            },
+        };
+        self.shared
+            .outbound
+            .send(frame)
+            .await
+            .map_err(|_| self.shared.close_reason())
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.shared.ended.is_cancelled()
+    }
+
+    /// Wait until the connection ends.
+    pub async fn closed(&self) {
+        self.shared.ended.cancelled().await;
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.shared.reason.get().cloned()
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn pending_requests(&self) -> usize {
+        self.shared.pending.len()
+    }
+
+    /// Peer requests admitted and not yet answered (running or queued).
+    pub fn requests_in_flight(&self) -> usize {
+        self.shared.inbound.in_flight()
+    }
+
+    /// Accept JSON-RPC batches from the peer (only protocol 2025-03-26 allows them).
+    pub fn set_accept_batches(&self, accept: bool) {
+        self.shared.accept_batches.store(accept, Ordering::Relaxed);
+    }
+
+    /// The session's configuration.
+    pub fn config(&self) -> &SessionConfig {
+        &self.shared.config
+    }
+}
+
+/// Put the progress token and `_meta` entries into the params, as the options ask.
+fn with_meta(
+    method: &str,
+    params: Option<Box<RawValue>>,
+    options: &RequestOptions,
+    id: i64,
+) -> Result<(Option<Box<RawValue>>, Option<String>), SessionError> {
+    if !options.want_progress && options.meta.is_none() {
+        return Ok((params, None));
+    }
+    let codec = |detail: String| SessionError::Codec {
+        method: method.into(),
+        detail,
+    };
+    let mut object: serde_json::Map<String, serde_json::Value> = match &params {
+        None => serde_json::Map::new(),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| codec("progress and `_meta` options need object params".to_owned()))?,
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let serde_json::Value::Object(meta) = meta else {
+        return Err(codec("`_meta` in params must be an object".to_owned()));
+    };
+    if let Some(extra) = &options.meta {
+        meta.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let mut alias = None;
+    if options.want_progress {
+        match meta.get("progressToken") {
+            Some(token) => alias = Some(token.to_string()),
+            None => {
+                meta.insert("progressToken".to_owned(), id.into());
+            }
+        }
+    }
+    let raw = serde_json::value::to_raw_value(&object).map_err(|e| codec(e.to_string()))?;
+    Ok((Some(raw), alias))
+}
+
+/// A request in flight: read its progress as a stream with [`next_event`](Self::next_event)
+/// or wait for the result with [`response`](Self::response). Dropping it before the
+/// outcome sends `notifications/cancelled` (unless the request may not be cancelled).
+pub struct PendingRequest {
+    id: i64,
+    method: Box<str>,
+    events: mpsc::UnboundedReceiver<PendingEvent>,
+    shared: Arc<Shared>,
+    deadline: Deadline,
+    on_progress: Option<ProgressCallback>,
+    finished: bool,
+    cancellable: bool,
+    related: Option<RequestId>,
+}
+
+impl fmt::Debug for PendingRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingRequest")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingRequest {
+    /// The request's id.
+    pub fn id(&self) -> RequestId {
+        RequestId::number(self.id)
+    }
+
+    /// The next progress report or the outcome; `None` once the outcome was returned.
+    pub async fn next_event(&mut self) -> Option<RequestEvent> {
+        if self.finished {
+            return None;
+        }
+        loop {
+            let deadline = self.deadline.at();
+            // A message that is already here wins over a timer that fired meanwhile.
+            let event = tokio::select! {
+                biased;
+                event = self.events.recv() => event,
+                () = tokio::time::sleep_until(deadline) => {
+                    self.abandon("timed out");
+                    return Some(RequestEvent::Done(Err(self.deadline.expired_error(&self.method))));
+                }
+            };
+            match event {
+                Some(PendingEvent::Progress(raw)) => {
+                    if self.deadline.reset_on_progress {
+                        self.deadline.last_activity = Instant::now();
+                    }
+                    match serde_json::from_str::<ProgressUpdate>(raw.get()) {
+                        Ok(update) => return Some(RequestEvent::Progress(update)),
+                        Err(e) => tracing::debug!(error = %e, "ignored malformed progress"),
+                    }
+                }
+                Some(PendingEvent::Outcome(outcome)) => {
+                    self.finished = true;
+                    let result = outcome.map_err(|failure| match failure {
+                        Failure::Rejected(error) => SessionError::Rejected {
+                            method: self.method.clone(),
+                            error,
+                        },
+                        Failure::Closed(reason) => SessionError::Closed {
+                            method: self.method.clone(),
+                            reason,
+                        },
+                    });
+                    return Some(RequestEvent::Done(result));
+                }
+                None => {
+                    self.finished = true;
+                    return Some(RequestEvent::Done(Err(SessionError::Closed {
+                        method: self.method.clone(),
+                        reason: self.shared.close_reason(),
+                    })));
+                }
+            }
+        }
+    }
+
+    /// Wait for the result, calling the progress callback (if any) for each report first.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn response(mut self) -> Result<Box<RawValue>, SessionError> {
+        loop {
+            match self.next_event().await {
+                Some(RequestEvent::Progress(update)) => {
+                    if let Some(callback) = &self.on_progress {
+                        callback(update);
+                    }
+                }
+                Some(RequestEvent::Done(result)) => return result,
+                None => {
+                    return Err(SessionError::Closed {
+                        method: self.method.clone(),
+                        reason: self.shared.close_reason(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Stop waiting and tell the peer (`notifications/cancelled` with `reason`).
+    pub fn cancel(mut self, reason: &str) {
+        self.abandon(reason);
+    }
+
+    fn abandon(&mut self, reason: &str) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.shared.pending.remove(self.id);
+        if self.cancellable && !self.shared.ended.is_cancelled() {
+            self.shared.courtesy_cancel(self.id, reason, self.related.clone());
+        }
+    }
+}
+
+impl Drop for PendingRequest {
+    fn drop(&mut self) {
+        self.abandon("the caller stopped waiting");
+    }
+}
+
+/// A running connection: owns its reader, writer and lane tasks and its request
+/// handlers. Dropping it aborts them all; [`Session::close`] ends it in order.
+pub struct Session {
+    peer: Peer,
+    reader: Option<JoinHandle<()>>,
+    writer: Option<JoinHandle<()>>,
+    lane: Option<JoinHandle<()>>,
+    writer_stop: CancellationToken,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session").field("peer", &self.peer).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Start the engine on `transport`: reader, writer and notification lane run from
+    /// now on, before any handshake.
+    pub fn start<T: Transport>(transport: T, service: Arc<dyn Service>, config: SessionConfig) -> Session {
+        let (reader, writer) = transport.split();
+        let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
+        // The control queue holds the reader's own replies; sized so a peer must flood
+        // us while not reading before one is dropped.
+        let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
+        let inbound = Inbound::new(config.max_concurrent_requests.get(), config.request_queue_capacity);
+        let lane = NotificationLane::new(config.notification_lane_capacity.get());
+        let shared = Arc::new(Shared {
+            config,
+            next_id: AtomicI64::new(1),
+            pending: PendingTable::default(),
+            outbound: outbound_tx,
+            control: control_tx,
+            ended: CancellationToken::new(),
+            reason: OnceLock::new(),
+            accept_batches: AtomicBool::new(false),
+            inbound,
+            lane: lane.clone(),
+            reader_stop: CancellationToken::new(),
+        });
+        let peer = Peer {
+            shared: shared.clone(),
+            related: None,
+        };
+        let writer_stop = CancellationToken::new();
+        let writer = tokio::spawn(writer::run_writer(
+            writer,
+            control_rx,
+            outbound_rx,
+            writer_stop.clone(),
+            shared.clone(),
+        ));
+        let lane = tokio::spawn(lane.run(service.clone(), peer.clone()));
+        let reader = tokio::spawn(reader::run_reader(reader, shared, service, peer.clone()));
+        Session {
+            peer,
+            reader: Some(reader),
+            writer: Some(writer),
+            lane: Some(lane),
+            writer_stop,
+        }
+    }
+
+    /// The handle for sending to the peer.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Wait until the connection ends (the peer closed it, the transport failed, or
+    /// `close` was called).
+    pub async fn closed(&self) {
+        self.peer.closed().await;
+    }
+
+    /// End the connection in order, each step bounded by the close grace: stop reading,
+    /// fail pending requests, let in-flight handlers finish (when the peer ended the
+    /// stream) or cancel them (when this side closes), drain the notification lane,
+    /// flush the writer and close the transport (for a child process: close stdin,
+    /// wait, `SIGTERM`, `SIGKILL`).
+    pub async fn close(mut self) {
+        let shared = self.peer.shared.clone();
+        let grace = shared.config.close_grace;
+        let peer_ended = shared.reason.get().is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
+        shared.reader_stop.cancel();
+        if let Some(reader) = self.reader.take() {
+            join_bounded(reader, grace, "reader").await;
+        }
+        shared.shutdown(CloseReason::ClosedLocally);
+        shared.inbound.close(grace, !peer_ended).await;
+        if let Some(lane) = self.lane.take() {
+            join_bounded(lane, grace, "notification lane").await;
+        }
+        self.writer_stop.cancel();
+        if let Some(writer) = self.writer.take() {
+            // The transport's own close (a child's shutdown sequence) has its own bounds.
+            join_bounded(writer, grace * 4, "writer").await;
+        }
+    }
+
+    /// Wait for the connection to end, then close it in order.
+    pub async fn run_to_end(self) {
+        self.closed().await;
+        self.close().await;
+    }
+}
+
+async fn join_bounded(mut handle: JoinHandle<()>, grace: std::time::Duration, what: &str) {
+    if tokio::time::timeout(grace, &mut handle).await.is_err() {
+        tracing::warn!("{what} did not stop within {grace:?}; aborting it");
+        handle.abort();
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let shared = &self.peer.shared;
+        shared.shutdown(CloseReason::ClosedLocally);
+        shared.inbound.abort_all();
+        for handle in [self.reader.take(), self.lane.take(), self.writer.take()].into_iter().flatten() {
+            handle.abort();
+        }
+    }
+}
+
+/// Run a future, turning a panic into `Err(())`.
+pub(crate) async fn catch_unwind<F: Future + Unpin>(future: F) -> Result<F::Output, ()> {
+    CatchUnwind { inner: future }.await
+}
+
+struct CatchUnwind<F> {
+    inner: F,
+}
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.inner;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *inner).poll(cx))) {
+            Ok(poll) => poll.map(Ok),
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Requests this side sent and is waiting on: the pending table, per-request options,
+//! and [`PendingRequest`], the caller's end.
+//!
+//! Each pending request owns an unbounded channel. The reader sends that request's
+//! progress and then its outcome into it, in receive order, without ever waiting; the
+//! caller drains it. So progress is always delivered, in order, before the response is
+//! returned, and a slow caller never slows the reader.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcpflow_protocol::{ErrorObject, RequestId};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::error::{CloseReason, SessionError};
+
+/// One progress report for a request.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ProgressUpdate {
+    /// Progress so far; increases with each report.
+    pub progress: f64,
+    /// The total, when known.
+    #[serde(default)]
+    pub total: Option<f64>,
+    /// A human-readable message.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// A progress callback. It runs in the caller's task, in order, before the response is
+/// returned.
+pub type ProgressCallback = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
+
+/// Per-request options. The defaults come from the session's
+/// [`SessionConfig`](crate::SessionConfig).
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpflow::RequestOptions;
+/// let options = RequestOptions::new()
+///     .timeout(Duration::from_secs(5))
+///     .on_progress(|p| eprintln!("{}/{:?}", p.progress, p.total));
+/// # drop(options);
+/// ```
+#[derive(Clone, Default)]
+#[must_use]
+pub struct RequestOptions {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_total: Option<Duration>,
+    pub(crate) reset_on_progress: Option<bool>,
+    pub(crate) want_progress: bool,
+    pub(crate) on_progress: Option<ProgressCallback>,
+    pub(crate) meta: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(crate) never_cancel: bool,
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("max_total", &self.max_total)
+            .field("reset_on_progress", &self.reset_on_progress)
+            .field("want_progress", &self.want_progress)
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestOptions {
+    /// The session's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Wait at most this long without an answer or progress (default: the session's
+    /// `request_timeout`, 60 s).
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+
+    /// Wait at most this long in total, however much progress arrives (default: the
+    /// session's `max_request_timeout`, 30 min).
+    pub fn max_total(mut self, d: Duration) -> Self {
+        self.max_total = Some(d);
+        self
+    }
+
+    /// Whether progress restarts the timeout clock (default: yes).
+    pub fn reset_on_progress(mut self, yes: bool) -> Self {
+        self.reset_on_progress = Some(yes);
+        self
+    }
+
+    /// Ask the peer for progress (sends a `progressToken`) even without a callback;
+    /// read it with [`PendingRequest::next_event`].
+    pub fn with_progress_token(mut self) -> Self {
+        self.want_progress = true;
+        self
+    }
+
+    /// Ask for progress and call `f` with each report, in order, before the response is
+    /// returned.
+    pub fn on_progress(mut self, f: impl Fn(ProgressUpdate) + Send + Sync + 'static) -> Self {
+        self.want_progress = true;
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Entries to merge into the request's `params._meta`.
+    pub fn meta(mut self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// Never send `notifications/cancelled` for this request (the spec forbids
+    /// cancelling `initialize`).
+    pub fn never_cancel(mut self) -> Self {
+        self.never_cancel = true;
+        self
+    }
+}
+
+/// What the peer said about one pending request.
+#[derive(Debug)]
+pub(crate) enum PendingEvent {
+    Progress(Box<RawValue>),
+    Outcome(Result<Box<RawValue>, Failure>),
+}
+
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Rejected(ErrorObject),
+    Closed(CloseReason),
+}
+
+/// An event of a pending request, as [`PendingRequest::next_event`] yields them.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RequestEvent {
+    /// A progress report (always before [`RequestEvent::Done`]).
+    Progress(ProgressUpdate),
+    /// The outcome; no event follows it.
+    Done(Result<Box<RawValue>, SessionError>),
+}
+
+struct Slot {
+    events: mpsc::UnboundedSender<PendingEvent>,
+    token_alias: Option<String>,
+}
+
+#[derive(Default)]
+struct TableState {
+    slots: HashMap<i64, Slot>,
+    /// Progress tokens chosen by the caller (JSON text) -> request id.
+    aliases: HashMap<String, i64>,
+    closed: Option<CloseReason>,
+}
+
+/// Outbound requests awaiting their answer, keyed by our (integer) request id.
+#[derive(Default)]
+pub(crate) struct PendingTable {
+    state: Mutex<TableState>,
+}
+
+impl PendingTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TableState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Register a request; fails when the connection has ended.
+    pub(crate) fn insert(
+        &self,
+        id: i64,
+        token_alias: Option<String>,
+    ) -> Result<mpsc::UnboundedReceiver<PendingEvent>, CloseReason> {
+        let mut state = self.lock();
+        if let Some(reason) = &state.closed {
+            return Err(reason.clone());
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Some(alias) = &token_alias {
+            state.aliases.insert(alias.clone(), id);
+        }
+        state.slots.insert(
+            id,
+            Slot {
+                events: tx,
+                token_alias,
+            },
+        );
+        Ok(rx)
+    }
+
+    pub(crate) fn remove(&self, id: i64) {
+        let mut state = self.lock();
+        if let Some(slot) = state.slots.remove(&id)
+            && let Some(alias) = slot.token_alias
+        {
+            state.aliases.remove(&alias);
+        }
+    }
+
+    /// Deliver an outcome. Returns false for an unknown (or late) id.
+    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<Box<RawValue>, Failure>) -> bool {
+        let Some(n) = id.correlation_number() else {
+            return false;
+        };
+        let mut state = self.lock();
+        let Some(slot) = state.slots.remove(&n) else {
+            return false;
+        };
+        if let Some(alias) = &slot.token_alias {
+            state.aliases.remove(alias);
+        }
+        drop(state);
+        let _ = slot.events.send(PendingEvent::Outcome(outcome));
+        true
+    }
+
+    /// Route a progress notification by its token (raw JSON text). Returns false when
+    /// no pending request has that token.
+    pub(crate) fn progress(&self, token: &str, params: Box<RawValue>) -> bool {
+        let state = self.lock();
+        let id = match state.aliases.get(token) {
+            Some(id) => Some(*id),
+            None => token
+                .trim_matches('"')
+                .parse::<i64>()
+                .ok()
+                .filter(|n| state.slots.contains_key(n)),
+        };
+        match id.and_then(|id| state.slots.get(&id)) {
+            Some(slot) => {
+                let _ = slot.events.send(PendingEvent::Progress(params));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fail every pending request with `reason` and refuse new ones.
+    pub(crate) fn close(&self, reason: &CloseReason) {
+        let slots = {
+            let mut state = self.lock();
+            if state.closed.is_none() {
+                state.closed = Some(reason.clone());
+            }
+            state.aliases.clear();
+            std::mem::take(&mut state.slots)
+        };
+        for (_, slot) in slots {
+            let _ = slot
+                .events
+                .send(PendingEvent::Outcome(Err(Failure::Closed(reason.clone()))));
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().slots.len()
+    }
+}
+
+/// The clock of one request: its timeout, reset by progress, and its total cap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    pub(crate) started: Instant,
+    pub(crate) last_activity: Instant,
+    pub(crate) timeout: Duration,
+    pub(crate) max_total: Duration,
+    pub(crate) reset_on_progress: bool,
+}
+
+impl Deadline {
+    pub(crate) fn at(&self) -> Instant {
+        (self.last_activity + self.timeout).min(self.started + self.max_total)
+    }
+
+    pub(crate) fn expired_error(&self, method: &str) -> SessionError {
+        if self.last_activity + self.timeout <= self.started + self.max_total {
+            SessionError::Timeout {
+                method: method.into(),
+                after: self.timeout,
+            }
+        } else {
+            SessionError::MaxTotalExceeded {
+                method: method.into(),
+                after: self.max_total,
+            }
+        }
+    }
+}

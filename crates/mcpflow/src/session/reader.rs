@@ -1,0 +1,256 @@
+//! The reader: the one task that reads the transport and routes each message.
+//!
+//! Its only `.await` is the transport read (and the stop signal beside it). Responses
+//! complete their pending entry; progress goes to its request's channel;
+//! `notifications/cancelled` trips the handler's token; other notifications go to the
+//! notification lane; requests are admitted as tasks or refused at once. Replies the
+//! reader makes itself go on the writer's control queue with `try_send`: if even that
+//! is full the peer is flooding us without reading, and the reply is dropped with a
+//! warning rather than stalling the read loop.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, Notification, decode};
+use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::inbound::Refusal;
+use super::pending::Failure;
+use super::{Peer, Service, Shared};
+use crate::error::CloseReason;
+use crate::transport::{FrameKind, FrameReader, InboundFrame};
+
+pub(crate) async fn run_reader<R: FrameReader>(
+    mut reader: R,
+    shared: Arc<Shared>,
+    service: Arc<dyn Service>,
+    peer: Peer,
+) {
+    let mut router = Router {
+        shared: shared.clone(),
+        service,
+        peer,
+    };
+    let reason = loop {
+        // Stop first so a close is never delayed by a flood of input.
+        let frame = tokio::select! {
+            biased;
+            () = shared.reader_stop.cancelled() => break CloseReason::ClosedLocally,
+            frame = reader.read_frame() => frame,
+        };
+        match frame {
+            Ok(Some(frame)) => router.dispatch(frame),
+            Ok(None) => break CloseReason::PeerClosed,
+            Err(e) => break CloseReason::Transport(e),
+        }
+    };
+    tracing::debug!(%reason, "reader stopped");
+    shared.shutdown(reason);
+}
+
+struct Router {
+    shared: Arc<Shared>,
+    service: Arc<dyn Service>,
+    peer: Peer,
+}
+
+impl Router {
+    fn dispatch(&mut self, frame: InboundFrame) {
+        match frame {
+            InboundFrame::Message(bytes) => match decode(&bytes) {
+                Decoded::Single(Ok(message)) => self.route(message),
+                Decoded::Single(Err(e)) => self.reject(&e),
+                Decoded::Batch(items) => {
+                    if self.shared.accept_batches.load(Ordering::Relaxed) {
+                        for item in items {
+                            match item {
+                                Ok(message) => self.route(message),
+                                Err(e) => self.reject(&e),
+                            }
+                        }
+                    } else {
+                        self.reply_error(
+                            None,
+                            ErrorObject::new(
+                                ErrorCode::INVALID_REQUEST,
+                                "invalid request: JSON-RPC batches are only accepted under protocol version 2025-03-26",
+                            ),
+                        );
+                    }
+                }
+            },
+            InboundFrame::Oversized { len, prefix } => {
+                let limit = self.shared.config.max_frame_bytes;
+                tracing::warn!(len, limit, "skipped an oversized frame");
+                if let Some(id) = sniff_request_id(&prefix) {
+                    self.reply_error(
+                        Some(id),
+                        ErrorObject::new(
+                            ErrorCode::INVALID_REQUEST,
+                            format!(
+                                "invalid request: the message of at least {len} bytes exceeds the limit of {limit} bytes (max_frame_bytes)"
+                            ),
+                        )
+                        .with_data(serde_json::json!({ "maxFrameBytes": limit })),
+                    );
+                }
+            }
+        }
+    }
+
+    fn route(&mut self, message: Message) {
+        match message {
+            Message::Response(r) => {
+                if !self.shared.pending.complete(&r.id, Ok(r.result)) {
+                    tracing::debug!(id = %r.id, "ignored a response to an unknown or finished request");
+                }
+            }
+            Message::Error(e) => match e.id {
+                Some(id) => {
+                    if !self.shared.pending.complete(&id, Err(Failure::Rejected(e.error))) {
+                        tracing::debug!(%id, "ignored an error response to an unknown or finished request");
+                    }
+                }
+                None => tracing::warn!(error = %e.error, "the peer reported an error about an unreadable message"),
+            },
+            Message::Notification(n) => self.notification(n),
+            Message::Request(r) if r.method == "ping" => {
+                let empty = RawValue::from_string("{}".to_owned());
+                if let Ok(empty) = empty {
+                    self.shared.send_control(Message::response(r.id.clone(), empty), FrameKind::Response(Some(r.id)));
+                }
+            }
+            Message::Request(r) => {
+                let admitted = self.shared.inbound.admit(r, &self.service, &self.peer);
+                if let Err(refusal) = admitted {
+                    if matches!(refusal, Refusal::Busy(_)) {
+                        tracing::warn!("refused a request: handler slots and queue are full");
+                    }
+                    let (id, error) = self.shared.inbound.refusal_error(&refusal);
+                    self.reply_error(Some(id), error);
+                }
+            }
+        }
+    }
+
+    fn notification(&mut self, n: Notification) {
+        match n.method.as_str() {
+            "notifications/progress" => {
+                if let Some(params) = n.params.as_deref()
+                    && let Some(token) = progress_token_text(params)
+                {
+                    if self.shared.pending.progress(&token, params.to_owned()) {
+                        return;
+                    }
+                    if token.parse::<i64>().is_ok_and(|t| t < self.shared.next_id.load(Ordering::Relaxed)) {
+                        tracing::debug!(%token, "ignored progress for a finished request");
+                        return;
+                    }
+                }
+                self.to_lane(n);
+            }
+            "notifications/cancelled" => {
+                #[derive(Deserialize)]
+                struct Cancelled {
+                    #[serde(rename = "requestId")]
+                    request_id: Option<RequestId>,
+                }
+                let id = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+                    .and_then(|c| c.request_id);
+                match id {
+                    Some(id) if self.shared.inbound.cancel(&id) => {
+                        tracing::debug!(%id, "the peer cancelled a request");
+                    }
+                    Some(id) => tracing::debug!(%id, "ignored a cancellation of an unknown or finished request"),
+                    None => tracing::debug!("ignored a cancellation without a readable requestId"),
+                }
+                self.to_lane(n);
+            }
+            _ => self.to_lane(n),
+        }
+    }
+
+    fn to_lane(&mut self, n: Notification) {
+        self.service.observe_notification(&n, &self.peer);
+        self.shared.lane.push(n);
+    }
+
+    fn reject(&mut self, e: &DecodeError) {
+        if e.is_response() {
+            tracing::warn!(error = %e, "ignored a malformed response");
+            return;
+        }
+        tracing::debug!(error = %e, "answered a malformed message");
+        self.reply_error(e.id().cloned(), e.to_error_object());
+    }
+
+    fn reply_error(&mut self, id: Option<RequestId>, error: ErrorObject) {
+        let kind = FrameKind::Response(id.clone());
+        self.shared.send_control(Message::error(id, error), kind);
+    }
+}
+
+/// The JSON text of `params.progressToken` when it is a string or an integer.
+fn progress_token_text(params: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "progressToken", borrow)]
+        token: &'a RawValue,
+    }
+    let head: Head<'_> = serde_json::from_str(params.get()).ok()?;
+    let text = head.token.get();
+    (text.starts_with('"') || text.parse::<i64>().is_ok()).then(|| text.to_owned())
+}
+
+/// The id of a request from the first bytes of a frame too large to parse, when it
+/// plainly sits at the top level (`{"jsonrpc":"2.0","id":7,...`).
+fn sniff_request_id(prefix: &[u8]) -> Option<RequestId> {
+    let text = std::str::from_utf8(prefix).ok().or_else(|| {
+        let valid = std::str::from_utf8(prefix).err()?.valid_up_to();
+        std::str::from_utf8(&prefix[..valid]).ok()
+    })?;
+    let at = text.find("\"id\"")?;
+    let before = &text[..at];
+    if before.matches('{').count() != 1 || before.contains('[') || !before.trim_start().starts_with('{') {
+        return None;
+    }
+    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
+    if let Some(s) = rest.strip_prefix('"') {
+        let end = s.find('"')?;
+        let id = &s[..end];
+        return (!id.contains('\\')).then(|| RequestId::string(id));
+    }
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    let next = rest[digits.len()..].chars().next()?;
+    if !matches!(next, ',' | '}' | ' ') {
+        return None;
+    }
+    digits.parse::<i64>().ok().map(RequestId::number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_top_level_ids_only() {
+        assert_eq!(
+            sniff_request_id(br#"{"jsonrpc":"2.0","id":42,"method":"x","params":{"a":"xxxx"#),
+            Some(RequestId::number(42))
+        );
+        assert_eq!(
+            sniff_request_id(br#"{"id":"abc","jsonrpc":"2.0""#),
+            Some(RequestId::string("abc"))
+        );
+        assert_eq!(sniff_request_id(br#"{"params":{"id":3}"#), None);
+        assert_eq!(sniff_request_id(br#"{"jsonrpc":"2.0","id":12345"#), None);
+    }
+}

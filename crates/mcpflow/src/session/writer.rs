@@ -1,0 +1,92 @@
+//! The writer: the one task that owns the transport's sending half.
+//!
+//! Senders enqueue serialized frames; the writer writes every frame already queued,
+//! then flushes once, so bursts share one flush. Replies the reader produces itself
+//! (errors, pings, busy answers) and courtesy cancellations come on a separate control
+//! queue that the writer prefers. One exception to batching: a response that follows a
+//! notification in the same batch is flushed apart from it, so peers that lose progress
+//! arriving in the same read as the response are not made worse.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use crate::error::CloseReason;
+use crate::transport::{FrameKind, FrameMeta, FrameWriter};
+
+/// Frames written between two flushes, at most.
+const MAX_BATCH: usize = 256;
+
+/// A serialized message on its way out.
+#[derive(Debug)]
+pub(crate) struct Outbound {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) meta: FrameMeta,
+}
+
+pub(crate) async fn run_writer<W: FrameWriter>(
+    mut writer: W,
+    mut control: mpsc::Receiver<Outbound>,
+    mut outbound: mpsc::Receiver<Outbound>,
+    stop: CancellationToken,
+    shared: Arc<Shared>,
+) {
+    loop {
+        // Control first (the reader's replies must never wait behind user traffic),
+        // then user traffic, then the stop signal, which drains below.
+        let first = tokio::select! {
+            biased;
+            Some(frame) = control.recv() => frame,
+            Some(frame) = outbound.recv() => frame,
+            () = stop.cancelled() => break,
+            else => break,
+        };
+        if let Err(e) = write_batch(&mut writer, first, &mut control, &mut outbound).await {
+            shared.shutdown(CloseReason::Transport(e));
+            writer.close().await;
+            return;
+        }
+    }
+    // Closing: write what is already queued, then end the stream.
+    let mut rest = Vec::new();
+    while let Ok(frame) = control.try_recv() {
+        rest.push(frame);
+    }
+    while let Ok(frame) = outbound.try_recv() {
+        rest.push(frame);
+    }
+    for frame in rest {
+        if writer.write_frame(&frame.bytes, &frame.meta).await.is_err() {
+            break;
+        }
+    }
+    let _ = writer.flush().await;
+    writer.close().await;
+}
+
+async fn write_batch<W: FrameWriter>(
+    writer: &mut W,
+    first: Outbound,
+    control: &mut mpsc::Receiver<Outbound>,
+    outbound: &mut mpsc::Receiver<Outbound>,
+) -> Result<(), crate::error::TransportError> {
+    let mut unflushed_notification = matches!(first.meta.kind, FrameKind::Notification);
+    writer.write_frame(&first.bytes, &first.meta).await?;
+    for _ in 1..MAX_BATCH {
+        let Ok(frame) = control.try_recv().or_else(|_| outbound.try_recv()) else {
+            break;
+        };
+        match frame.meta.kind {
+            FrameKind::Response(_) if unflushed_notification => {
+                writer.flush().await?;
+                unflushed_notification = false;
+            }
+            FrameKind::Notification => unflushed_notification = true,
+            _ => {}
+        }
+        writer.write_frame(&frame.bytes, &frame.meta).await?;
+    }
+    writer.flush().await
+}

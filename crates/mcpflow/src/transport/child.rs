@@ -1,0 +1,386 @@
+//! The client side of stdio: start a server as a child process and talk over its
+//! stdin and stdout.
+//!
+//! - stderr is always drained (a full stderr pipe would block the child), into
+//!   `tracing` (target `mcpflow::child`) and a bounded tail of its last lines;
+//! - when the child exits or closes stdout, the error every pending request receives
+//!   names the exit status and carries that stderr tail;
+//! - closing follows the spec's order: close the child's stdin, wait, `SIGTERM` to its
+//!   process group, wait, `SIGKILL`. Each wait is bounded by the close grace.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcpflow::TransportError> {
+//! use mcpflow::transport::ChildProcess;
+//! let server = ChildProcess::builder("python3").arg("server.py").spawn()?;
+//! # drop(server); Ok(()) }
+//! ```
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::lines::LineReader;
+use super::stream::LineWriter;
+use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use crate::config::DEFAULT_MAX_FRAME_BYTES;
+use crate::error::TransportError;
+
+/// How long the reader waits, after the child's stdout ends, for its exit status.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
+const STDERR_LINE_MAX: usize = 2048;
+
+/// Configures and starts a [`ChildProcess`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ChildProcessBuilder {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    cwd: Option<PathBuf>,
+    stderr_tail_lines: usize,
+    close_grace: Duration,
+    max_frame_bytes: usize,
+}
+
+impl ChildProcessBuilder {
+    /// Add one argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Add arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Set an environment variable for the child.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Run the child in this directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// How many of the child's last stderr lines errors carry. Default: 20.
+    pub fn stderr_tail_lines(mut self, n: usize) -> Self {
+        self.stderr_tail_lines = n;
+        self
+    }
+
+    /// How long each step of the shutdown sequence waits for the child to exit
+    /// (after closing stdin, then after `SIGTERM`). Default: 2 s.
+    pub fn close_grace(mut self, grace: Duration) -> Self {
+        self.close_grace = grace;
+        self
+    }
+
+    /// Largest accepted frame from the child, in bytes. Default: 32 MiB.
+    pub fn max_frame_bytes(mut self, n: usize) -> Self {
+        self.max_frame_bytes = n;
+        self
+    }
+
+    /// Start the child in its own process group.
+    ///
+    /// # Errors
+    /// [`TransportError::Spawn`] when the program cannot be started.
+    pub fn spawn(self) -> Result<ChildProcess, TransportError> {
+        let command_line = std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|s| s.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(dir) = &self.cwd {
+            command.current_dir(dir);
+        }
+        let spawn_error = |e| TransportError::Spawn {
+            command: command_line.clone(),
+            source: Arc::new(e),
+        };
+        let mut child = command.spawn().map_err(spawn_error)?;
+        let missing = || {
+            spawn_error(std::io::Error::other("the child's stdio pipes were not created"))
+        };
+        let stdin = child.stdin.take().ok_or_else(missing)?;
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        let stderr = child.stderr.take().ok_or_else(missing)?;
+        let pid = child.id();
+
+        let tail = Arc::new(StderrTail::new(self.stderr_tail_lines));
+        let (stderr_done_tx, stderr_done) = watch::channel(false);
+        let drain = tokio::spawn(drain_stderr(stderr, tail.clone(), stderr_done_tx, pid));
+        let (exit_tx, exit) = watch::channel(None);
+        let reaper = tokio::spawn(async move {
+            let status = match child.wait().await {
+                Ok(status) => status.to_string(),
+                Err(e) => format!("unknown status: {e}"),
+            };
+            let _ = exit_tx.send(Some(status));
+        });
+        let shared = Arc::new(ChildShared {
+            pid,
+            exit,
+            tail,
+            stderr_done,
+            tasks: [drain, reaper],
+        });
+        tracing::debug!(target: "mcpflow::child", pid, command = %command_line, "started server process");
+        Ok(ChildProcess {
+            stdin,
+            stdout,
+            shared,
+            close_grace: self.close_grace,
+            max_frame_bytes: self.max_frame_bytes,
+        })
+    }
+}
+
+/// A server running as a child process, spoken to over its stdin and stdout.
+#[derive(Debug)]
+pub struct ChildProcess {
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    shared: Arc<ChildShared>,
+    close_grace: Duration,
+    max_frame_bytes: usize,
+}
+
+impl ChildProcess {
+    /// Start configuring a child running `program`.
+    pub fn builder(program: impl Into<OsString>) -> ChildProcessBuilder {
+        ChildProcessBuilder {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+            stderr_tail_lines: 20,
+            close_grace: Duration::from_secs(2),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.shared.pid
+    }
+}
+
+impl Transport for ChildProcess {
+    type Reader = ChildReader;
+    type Writer = ChildWriter;
+
+    fn split(self) -> (ChildReader, ChildWriter) {
+        (
+            ChildReader {
+                lines: LineReader::new(self.stdout, self.max_frame_bytes),
+                shared: self.shared.clone(),
+            },
+            ChildWriter {
+                stdin: Some(LineWriter::new(self.stdin)),
+                shared: self.shared,
+                close_grace: self.close_grace,
+            },
+        )
+    }
+}
+
+#[derive(Debug)]
+struct ChildShared {
+    pid: Option<u32>,
+    exit: watch::Receiver<Option<String>>,
+    tail: Arc<StderrTail>,
+    stderr_done: watch::Receiver<bool>,
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl ChildShared {
+    async fn wait_exit(&self, limit: Duration) -> Option<String> {
+        let mut exit = self.exit.clone();
+        let waited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(status)) => status.clone(),
+            _ => None,
+        }
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        if let Some(pid) = self.pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
+            // SAFETY-free: `kill` is a plain syscall; a negative pid names the group we created.
+            #[allow(unsafe_code)]
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(-pid, signal);
+            }
+        }
+    }
+
+    async fn exit_error(&self) -> TransportError {
+        let status = self
+            .wait_exit(EXIT_STATUS_WAIT)
+            .await
+            .unwrap_or_else(|| "still running, but it closed its stdout".to_owned());
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(EXIT_STATUS_WAIT, done.wait_for(|d| *d)).await;
+        TransportError::ProcessExited {
+            status,
+            stderr_tail: self.tail.text(),
+        }
+    }
+}
+
+impl Drop for ChildShared {
+    fn drop(&mut self) {
+        if self.exit.borrow().is_none() {
+            self.signal(libc::SIGKILL);
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// The last lines a child wrote to stderr.
+#[derive(Debug)]
+struct StderrTail {
+    max_lines: usize,
+    lines: Mutex<VecDeque<String>>,
+}
+
+impl StderrTail {
+    fn new(max_lines: usize) -> Self {
+        StderrTail {
+            max_lines,
+            lines: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    fn push(&self, line: String) {
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.len() == self.max_lines {
+            lines.pop_front();
+        }
+        if self.max_lines > 0 {
+            lines.push_back(line);
+        }
+    }
+
+    fn text(&self) -> String {
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+}
+
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<StderrTail>,
+    done: watch::Sender<bool>,
+    pid: Option<u32>,
+) {
+    let mut lines = LineReader::new(stderr, STDERR_LINE_MAX);
+    while let Ok(Some(frame)) = lines.read_frame().await {
+        let line = match frame {
+            InboundFrame::Message(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            InboundFrame::Oversized { len, prefix } => {
+                format!("{}… ({len} bytes)", String::from_utf8_lossy(&prefix))
+            }
+        };
+        tracing::debug!(target: "mcpflow::child", pid, "stderr: {line}");
+        tail.push(line);
+    }
+    let _ = done.send(true);
+}
+
+/// Reads the child's stdout.
+#[derive(Debug)]
+pub struct ChildReader {
+    lines: LineReader<ChildStdout>,
+    shared: Arc<ChildShared>,
+}
+
+impl FrameReader for ChildReader {
+    async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
+        match self.lines.read_frame().await {
+            Ok(Some(frame)) => Ok(Some(frame)),
+            // End of stdout is never orderly for a client: the server went away.
+            Ok(None) | Err(_) => Err(self.shared.exit_error().await),
+        }
+    }
+}
+
+/// Writes to the child's stdin, and runs the shutdown sequence on close.
+#[derive(Debug)]
+pub struct ChildWriter {
+    stdin: Option<LineWriter<ChildStdin>>,
+    shared: Arc<ChildShared>,
+    close_grace: Duration,
+}
+
+impl ChildWriter {
+    fn stdin(&mut self) -> Result<&mut LineWriter<ChildStdin>, TransportError> {
+        self.stdin.as_mut().ok_or_else(|| {
+            TransportError::io(
+                "writing to the server process",
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin already closed"),
+            )
+        })
+    }
+}
+
+impl FrameWriter for ChildWriter {
+    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+        match self.stdin()?.write_frame(frame, meta).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.shared.exit_error().await),
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        match self.stdin()?.flush().await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.shared.exit_error().await),
+        }
+    }
+
+    async fn close(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            stdin.close().await;
+        }
+        if self.shared.wait_exit(self.close_grace).await.is_some() {
+            return;
+        }
+        tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server did not exit after stdin closed; sending SIGTERM");
+        self.shared.signal(libc::SIGTERM);
+        if self.shared.wait_exit(self.close_grace).await.is_some() {
+            return;
+        }
+        tracing::warn!(target: "mcpflow::child", pid = self.shared.pid, "server ignored SIGTERM; sending SIGKILL");
+        self.shared.signal(libc::SIGKILL);
+        let _ = self.shared.wait_exit(self.close_grace).await;
+    }
+}

@@ -1,0 +1,195 @@
+//! Newline framing over a byte stream, in linear time.
+//!
+//! [`LineReader`] reads into one growing buffer and scans each byte once for `\n`, so a
+//! 10 MiB message costs one pass however it is split across reads. A line longer than
+//! the limit is skipped to its end (newline framing can always resynchronise) and
+//! reported as [`InboundFrame::Oversized`].
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::InboundFrame;
+use crate::error::TransportError;
+
+const READ_CHUNK: usize = 64 * 1024;
+const PREFIX_KEPT: usize = 256;
+
+/// Reads newline-delimited frames from an `AsyncRead`.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already scanned for a newline.
+    scanned: usize,
+    /// Start of unconsumed bytes in `buf`.
+    start: usize,
+    max_frame_bytes: usize,
+    /// While skipping an oversized line: its length so far and its first bytes.
+    skipping: Option<(usize, Vec<u8>)>,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin + Send> LineReader<R> {
+    /// Frames longer than `max_frame_bytes` are skipped and reported.
+    pub fn new(inner: R, max_frame_bytes: usize) -> Self {
+        LineReader {
+            inner,
+            buf: Vec::with_capacity(READ_CHUNK),
+            scanned: 0,
+            start: 0,
+            max_frame_bytes,
+            skipping: None,
+            eof: false,
+        }
+    }
+
+    /// The next non-empty line (without `\n` or a trailing `\r`), `Ok(None)` at end of
+    /// stream. Cancel-safe: bytes read so far stay in the buffer.
+    pub async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
+        loop {
+            if let Some(frame) = self.next_buffered() {
+                return Ok(Some(frame));
+            }
+            if self.eof {
+                return Ok(self.finish());
+            }
+            self.compact();
+            self.buf.reserve(READ_CHUNK);
+            let n = self
+                .inner
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| TransportError::io("reading from the peer", e))?;
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    fn next_buffered(&mut self) -> Option<InboundFrame> {
+        loop {
+            let unscanned = &self.buf[self.scanned..];
+            match memchr(unscanned) {
+                Some(pos) => {
+                    let end = self.scanned + pos;
+                    let line_start = self.start;
+                    self.start = end + 1;
+                    self.scanned = end + 1;
+                    if let Some((len, prefix)) = self.skipping.take() {
+                        return Some(InboundFrame::Oversized {
+                            len: len + (end - line_start),
+                            prefix,
+                        });
+                    }
+                    let mut line = &self.buf[line_start..end];
+                    if line.last() == Some(&b'\r') {
+                        line = &line[..line.len() - 1];
+                    }
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    if line.len() > self.max_frame_bytes {
+                        return Some(InboundFrame::Oversized {
+                            len: line.len(),
+                            prefix: line[..PREFIX_KEPT.min(line.len())].to_vec(),
+                        });
+                    }
+                    return Some(InboundFrame::Message(line.to_vec()));
+                }
+                None => {
+                    self.scanned = self.buf.len();
+                    let pending = self.buf.len() - self.start;
+                    if pending > self.max_frame_bytes {
+                        // Too long already: remember its head, drop the rest as it comes.
+                        let entry = self.skipping.get_or_insert_with(|| {
+                            (0, self.buf[self.start..self.start + PREFIX_KEPT.min(pending)].to_vec())
+                        });
+                        entry.0 += pending;
+                        self.start = self.buf.len();
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Option<InboundFrame> {
+        if let Some((len, prefix)) = self.skipping.take() {
+            return Some(InboundFrame::Oversized { len, prefix });
+        }
+        let rest = &self.buf[self.start..];
+        self.start = self.buf.len();
+        if rest.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            // A final message without a newline still counts.
+            Some(InboundFrame::Message(rest.to_vec()))
+        }
+    }
+
+    fn compact(&mut self) {
+        if self.start == 0 {
+            return;
+        }
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            // Do not keep a huge buffer alive after one large message.
+            if self.buf.capacity() > 4 * READ_CHUNK {
+                self.buf.shrink_to(READ_CHUNK);
+            }
+        } else {
+            self.buf.drain(..self.start);
+        }
+        self.scanned -= self.start;
+        self.start = 0;
+    }
+}
+
+fn memchr(haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = LineReader::new(input, max);
+        let mut out = Vec::new();
+        while let Some(frame) = reader.read_frame().await.expect("in-memory read") {
+            out.push(match frame {
+                InboundFrame::Message(m) => String::from_utf8(m).expect("utf8"),
+                InboundFrame::Oversized { len, .. } => format!("<oversized {len}>"),
+            });
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_skips_blank_ones() {
+        assert_eq!(frames(b"a\n\r\nb\r\n\nc", 10).await, ["a", "b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn skips_oversized_lines_and_resynchronises() {
+        let mut input = vec![b'x'; 200_000];
+        input.extend_from_slice(b"\nok\n");
+        assert_eq!(frames(&input, 1000).await, ["<oversized 200000>", "ok"]);
+    }
+
+    #[tokio::test]
+    async fn reads_a_ten_mebibyte_line_split_in_small_reads() {
+        let (mut tx, rx) = tokio::io::duplex(4096);
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let line = vec![b'y'; 10 * 1024 * 1024];
+            tx.write_all(&line).await.expect("write");
+            tx.write_all(b"\n").await.expect("write");
+        });
+        let mut reader = LineReader::new(rx, 16 * 1024 * 1024);
+        match reader.read_frame().await.expect("read") {
+            Some(InboundFrame::Message(m)) => assert_eq!(m.len(), 10 * 1024 * 1024),
+            other => panic!("unexpected {other:?}"),
+        }
+        writer.await.expect("writer");
+    }
+}

@@ -1,0 +1,195 @@
+//! An in-process transport pair carrying real serialized JSON frames.
+//!
+//! Each direction is a queue of at most `capacity` frames. Capacity 0 is a rendezvous:
+//! a send completes only once the other side has taken the frame, the strictest
+//! schedule for finding deadlocks.
+//!
+//! ```
+//! use mcpflow::transport::MemoryTransport;
+//! let (client_side, server_side) = MemoryTransport::pair(0);
+//! # drop((client_side, server_side));
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
+
+use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use crate::error::TransportError;
+
+/// One end of an in-memory connection.
+#[derive(Debug)]
+pub struct MemoryTransport {
+    incoming: Arc<Channel>,
+    outgoing: Arc<Channel>,
+}
+
+impl MemoryTransport {
+    /// Two connected ends; each direction buffers at most `capacity` frames.
+    pub fn pair(capacity: usize) -> (MemoryTransport, MemoryTransport) {
+        let a_to_b = Channel::new(capacity);
+        let b_to_a = Channel::new(capacity);
+        (
+            MemoryTransport {
+                incoming: b_to_a.clone(),
+                outgoing: a_to_b.clone(),
+            },
+            MemoryTransport {
+                incoming: a_to_b,
+                outgoing: b_to_a,
+            },
+        )
+    }
+}
+
+impl Transport for MemoryTransport {
+    type Reader = MemoryReader;
+    type Writer = MemoryWriter;
+
+    fn split(self) -> (MemoryReader, MemoryWriter) {
+        (
+            MemoryReader {
+                channel: self.incoming,
+            },
+            MemoryWriter {
+                channel: self.outgoing,
+            },
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Channel {
+    capacity: usize,
+    state: Mutex<State>,
+    readable: Notify,
+    writable: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    frames: VecDeque<Vec<u8>>,
+    pushed: u64,
+    taken: u64,
+    writer_closed: bool,
+    reader_closed: bool,
+}
+
+impl Channel {
+    fn new(capacity: usize) -> Arc<Channel> {
+        Arc::new(Channel {
+            capacity,
+            state: Mutex::new(State::default()),
+            readable: Notify::new(),
+            writable: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn send(&self, frame: Vec<u8>) -> Result<(), TransportError> {
+        let broken = || {
+            TransportError::io(
+                "writing to the peer",
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the other end was dropped"),
+            )
+        };
+        let mut frame = Some(frame);
+        let mut ticket = 0;
+        loop {
+            let notified = self.writable.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if state.reader_closed {
+                    return Err(broken());
+                }
+                if let Some(f) = frame.take() {
+                    if state.frames.len() < self.capacity.max(1) {
+                        state.frames.push_back(f);
+                        state.pushed += 1;
+                        ticket = state.pushed;
+                        self.readable.notify_one();
+                    } else {
+                        frame = Some(f);
+                    }
+                }
+                if frame.is_none() && (self.capacity > 0 || state.taken >= ticket) {
+                    return Ok(());
+                }
+            }
+            notified.await;
+        }
+    }
+
+    async fn recv(&self) -> Option<Vec<u8>> {
+        loop {
+            let notified = self.readable.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if let Some(frame) = state.frames.pop_front() {
+                    state.taken += 1;
+                    self.writable.notify_waiters();
+                    return Some(frame);
+                }
+                if state.writer_closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The receiving half of a [`MemoryTransport`].
+#[derive(Debug)]
+pub struct MemoryReader {
+    channel: Arc<Channel>,
+}
+
+impl FrameReader for MemoryReader {
+    async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
+        Ok(self.channel.recv().await.map(InboundFrame::Message))
+    }
+}
+
+impl Drop for MemoryReader {
+    fn drop(&mut self) {
+        self.channel.lock().reader_closed = true;
+        self.channel.writable.notify_waiters();
+    }
+}
+
+/// The sending half of a [`MemoryTransport`].
+#[derive(Debug)]
+pub struct MemoryWriter {
+    channel: Arc<Channel>,
+}
+
+impl FrameWriter for MemoryWriter {
+    async fn write_frame(&mut self, frame: &[u8], _meta: &FrameMeta) -> Result<(), TransportError> {
+        self.channel.send(frame.to_vec()).await
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    async fn close(&mut self) {
+        self.channel.lock().writer_closed = true;
+        self.channel.readable.notify_one();
+    }
+}
+
+impl Drop for MemoryWriter {
+    fn drop(&mut self) {
+        self.channel.lock().writer_closed = true;
+        self.channel.readable.notify_one();
+    }
+}

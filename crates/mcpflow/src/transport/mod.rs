@@ -1,0 +1,108 @@
+//! Transports move frames (one JSON-RPC message or batch each) between peers.
+//!
+//! A [`Transport`] splits into a [`FrameReader`], owned by the session's reader task,
+//! and a [`FrameWriter`], owned by its single writer task. The session never shares
+//! either half, so transports need no locking.
+//!
+//! Each outbound frame comes with a [`FrameMeta`]: what kind of message it is and which
+//! inbound request it relates to. Byte-stream transports ignore it; the HTTP transport
+//! uses it to route a response, and the progress and server-to-client requests a
+//! handler sends, onto the stream of the request that caused them.
+//!
+//! | transport | role | module |
+//! |---|---|---|
+//! | in-memory pair, capacity 0, 1 or more frames | tests, in-process | [`memory`] |
+//! | any `AsyncRead` + `AsyncWrite` (newline framing) | pipes, sockets | [`stream`] |
+//! | stdin/stdout | a server started by a client | [`stdio`] |
+//! | a child process | a client starting a server | [`child`] |
+
+use std::future::Future;
+
+use mcpflow_protocol::RequestId;
+
+use crate::error::TransportError;
+
+pub mod child;
+pub mod lines;
+pub mod memory;
+pub mod stdio;
+pub mod stream;
+
+pub use child::{ChildProcess, ChildProcessBuilder};
+pub use memory::MemoryTransport;
+pub use stream::StreamTransport;
+
+/// What an outbound frame carries, for transports that route by message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameKind {
+    /// A request this side sends.
+    Request,
+    /// A notification.
+    Notification,
+    /// A response (result or error) to the peer's request with this id; `None` for an
+    /// error answering an unreadable id.
+    Response(Option<RequestId>),
+}
+
+/// Routing facts about one outbound frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameMeta {
+    /// The kind of message.
+    pub kind: FrameKind,
+    /// The peer's request this message was sent on behalf of (progress, logs and
+    /// requests sent by a request handler), if any.
+    pub related: Option<RequestId>,
+}
+
+/// One inbound frame.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InboundFrame {
+    /// The bytes of one message (or batch).
+    Message(Vec<u8>),
+    /// A frame longer than the limit was skipped; the transport resynchronised at the
+    /// next boundary. `prefix` holds its first bytes, to recover the request id.
+    Oversized {
+        /// The frame's length in bytes (at least; it may have been cut short).
+        len: usize,
+        /// The first bytes of the frame.
+        prefix: Vec<u8>,
+    },
+}
+
+/// The receiving half of a transport.
+pub trait FrameReader: Send + 'static {
+    /// The next frame; `Ok(None)` when the peer ended the stream in order.
+    ///
+    /// Must be cancel-safe: the session calls it inside `select!`, and a frame must not
+    /// be lost when the call is dropped before it completes.
+    fn read_frame(&mut self) -> impl Future<Output = Result<Option<InboundFrame>, TransportError>> + Send;
+}
+
+/// The sending half of a transport.
+pub trait FrameWriter: Send + 'static {
+    /// Queue one frame (without a trailing newline; framing is the transport's job).
+    fn write_frame(
+        &mut self,
+        frame: &[u8],
+        meta: &FrameMeta,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Push queued frames to the peer.
+    fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// End the outbound direction (close stdin of a child, end the stream) and release
+    /// what the transport holds (reap a child process). Bounded in time.
+    fn close(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// A bidirectional transport.
+pub trait Transport: Send + 'static {
+    /// The receiving half.
+    type Reader: FrameReader;
+    /// The sending half.
+    type Writer: FrameWriter;
+    /// Split into the halves the session's reader and writer own.
+    fn split(self) -> (Self::Reader, Self::Writer);
+}

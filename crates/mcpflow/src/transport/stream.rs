@@ -1,0 +1,110 @@
+//! Newline-delimited JSON over any `AsyncRead` + `AsyncWrite` pair.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use mcpflow::transport::StreamTransport;
+//! let (a, b) = tokio::io::duplex(64);
+//! let (a_read, a_write) = tokio::io::split(a);
+//! let transport = StreamTransport::new(a_read, a_write);
+//! # drop((transport, b)); }
+//! ```
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+
+use super::lines::LineReader;
+use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use crate::config::DEFAULT_MAX_FRAME_BYTES;
+use crate::error::TransportError;
+
+/// A transport over a byte stream: one JSON message per line.
+#[derive(Debug)]
+pub struct StreamTransport<R, W> {
+    reader: R,
+    writer: W,
+    max_frame_bytes: usize,
+}
+
+impl<R, W> StreamTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// Frames longer than the default limit (see [`crate::SessionConfig::max_frame_bytes`])
+    /// are skipped and answered with an error.
+    pub fn new(reader: R, writer: W) -> Self {
+        StreamTransport {
+            reader,
+            writer,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+
+    /// Set the largest accepted frame, in bytes.
+    #[must_use]
+    pub fn max_frame_bytes(mut self, n: usize) -> Self {
+        self.max_frame_bytes = n;
+        self
+    }
+}
+
+impl<R, W> Transport for StreamTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Reader = LineReader<R>;
+    type Writer = LineWriter<W>;
+
+    fn split(self) -> (Self::Reader, Self::Writer) {
+        (
+            LineReader::new(self.reader, self.max_frame_bytes),
+            LineWriter::new(self.writer),
+        )
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> FrameReader for LineReader<R> {
+    async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
+        LineReader::read_frame(self).await
+    }
+}
+
+/// Writes one line per frame through a buffer; [`FrameWriter::flush`] pushes a batch.
+#[derive(Debug)]
+pub struct LineWriter<W: AsyncWrite> {
+    inner: BufWriter<W>,
+}
+
+impl<W: AsyncWrite + Unpin + Send> LineWriter<W> {
+    /// Wrap a byte sink.
+    pub fn new(inner: W) -> Self {
+        LineWriter {
+            inner: BufWriter::with_capacity(64 * 1024, inner),
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
+    async fn write_frame(&mut self, frame: &[u8], _meta: &FrameMeta) -> Result<(), TransportError> {
+        self.inner
+            .write_all(frame)
+            .await
+            .map_err(|e| TransportError::io("writing to the peer", e))?;
+        self.inner
+            .write_all(b"\n")
+            .await
+            .map_err(|e| TransportError::io("writing to the peer", e))
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        self.inner
+            .flush()
+            .await
+            .map_err(|e| TransportError::io("flushing to the peer", e))
+    }
+
+    async fn close(&mut self) {
+        let _ = self.inner.flush().await;
+        let _ = self.inner.shutdown().await;
+    }
+}
