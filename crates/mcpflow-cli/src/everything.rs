@@ -1,0 +1,455 @@
+//! The "everything" server: the tools, resources and prompts the official MCP
+//! conformance suite expects, with the payloads its scenarios check.
+
+use std::time::Duration;
+
+use mcpflow::protocol::completion::CompletionReference;
+use mcpflow::protocol::{
+    CallToolResult, CompleteResult, ContentBlock, CreateMessageRequestParams, ElicitAction, ElicitRequestParams,
+    GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, SamplingMessage, Tool,
+};
+use mcpflow::server::{Server, ServerContext, ToolError};
+use serde_json::{Value, json};
+
+/// A 1x1 red PNG, base64.
+pub const TEST_IMAGE_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// A minimal WAV file (one 16-bit mono sample at 8 kHz), base64.
+pub const TEST_AUDIO_BASE64: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+
+/// Turn a `json!` object into a [`JsonObject`] (anything else gives an empty object).
+pub fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+fn empty_schema() -> JsonObject {
+    object(json!({ "type": "object", "properties": {} }))
+}
+
+fn string_arg_schema(name: &str, description: &str) -> JsonObject {
+    object(json!({
+        "type": "object",
+        "properties": { name: { "type": "string", "description": description } },
+        "required": [name],
+    }))
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
+    ToolError::failed(format!("{what} failed: {e}"))
+}
+
+/// Elicit `schema` with `message` and describe the answer as text.
+async fn elicit_text(cx: &ServerContext, message: &str, schema: Value) -> Result<CallToolResult, ToolError> {
+    let result = cx
+        .elicit(ElicitRequestParams::form(message, object(schema)))
+        .await
+        .map_err(|e| failed("elicitation", e))?;
+    let action = match result.action {
+        ElicitAction::Accept => "accept",
+        ElicitAction::Decline => "decline",
+        ElicitAction::Cancel => "cancel",
+        _ => "unknown",
+    };
+    let content = Value::Object(result.content.unwrap_or_default());
+    Ok(CallToolResult::text(format!(
+        "Elicitation completed: action={action}, content={content}"
+    )))
+}
+
+fn sep1034_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": { "type": "string", "description": "User name", "default": "John Doe" },
+            "age": { "type": "integer", "description": "User age", "default": 30 },
+            "score": { "type": "number", "description": "User score", "default": 95.5 },
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active"
+            },
+            "verified": { "type": "boolean", "description": "Verification status", "default": true }
+        },
+        "required": []
+    })
+}
+
+fn sep1330_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {
+                "type": "string",
+                "description": "Select one option",
+                "enum": ["option1", "option2", "option3"]
+            },
+            "titledSingle": {
+                "type": "string",
+                "description": "Select one option with titles",
+                "oneOf": [
+                    { "const": "value1", "title": "First Option" },
+                    { "const": "value2", "title": "Second Option" },
+                    { "const": "value3", "title": "Third Option" }
+                ]
+            },
+            "legacyEnum": {
+                "type": "string",
+                "description": "Select one option (legacy)",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]
+            },
+            "untitledMulti": {
+                "type": "array",
+                "description": "Select multiple options",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": { "type": "string", "enum": ["option1", "option2", "option3"] }
+            },
+            "titledMulti": {
+                "type": "array",
+                "description": "Select multiple options with titles",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {
+                    "anyOf": [
+                        { "const": "value1", "title": "First Choice" },
+                        { "const": "value2", "title": "Second Choice" },
+                        { "const": "value3", "title": "Third Choice" }
+                    ]
+                }
+            }
+        },
+        "required": []
+    })
+}
+
+fn json_schema_2020_12() -> JsonObject {
+    object(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {
+                    "street": { "type": "string" },
+                    "city": { "type": "string" }
+                }
+            }
+        },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" }
+        },
+        "additionalProperties": false
+    }))
+}
+
+/// Values offered for `arg1` of `test_prompt_with_arguments`.
+const ARG1_VALUES: [&str; 4] = ["paris", "park", "party", "london"];
+
+/// The conformance "everything" server (serve it over any transport).
+pub fn everything_server() -> Server {
+    let builder = Server::builder("mcpflow-everything", env!("CARGO_PKG_VERSION"))
+        .instructions("The MCP conformance test server of mcpflow.")
+        // ---- tools ----
+        .tool(
+            Tool::new("test_simple_text", "Tests simple text content response", empty_schema()),
+            |_args, _cx| async { Ok(CallToolResult::text("This is a simple text response for testing.")) },
+        )
+        .tool(
+            Tool::new("test_image_content", "Tests image content response", empty_schema()),
+            |_args, _cx| async {
+                Ok(CallToolResult::success(vec![ContentBlock::image(TEST_IMAGE_BASE64, "image/png")]))
+            },
+        )
+        .tool(
+            Tool::new("test_audio_content", "Tests audio content response", empty_schema()),
+            |_args, _cx| async {
+                Ok(CallToolResult::success(vec![ContentBlock::audio(TEST_AUDIO_BASE64, "audio/wav")]))
+            },
+        )
+        .tool(
+            Tool::new("test_embedded_resource", "Tests embedded resource content response", empty_schema()),
+            |_args, _cx| async {
+                Ok(CallToolResult::success(vec![ContentBlock::embedded_text(
+                    "test://embedded-resource",
+                    "text/plain",
+                    "This is an embedded resource content.",
+                )]))
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_multiple_content_types",
+                "Tests response with multiple content types (text, image, resource)",
+                empty_schema(),
+            ),
+            |_args, _cx| async {
+                Ok(CallToolResult::success(vec![
+                    ContentBlock::text("Multiple content types test:"),
+                    ContentBlock::image(TEST_IMAGE_BASE64, "image/png"),
+                    ContentBlock::embedded_text(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        json!({ "test": "data", "value": 123 }).to_string(),
+                    ),
+                ]))
+            },
+        )
+        .tool(
+            Tool::new("test_tool_with_logging", "Tests tool that emits log messages during execution", empty_schema()),
+            |_args, cx| async move {
+                let steps = ["Tool execution started", "Tool processing data", "Tool execution completed"];
+                for (i, step) in steps.iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    cx.log(LoggingLevel::Info, *step).await.map_err(|e| failed("logging", e))?;
+                }
+                Ok(CallToolResult::text("Tool with logging executed successfully"))
+            },
+        )
+        .tool(
+            Tool::new("test_error_handling", "Tests error response handling", empty_schema()),
+            |_args, _cx| async { Ok(CallToolResult::error("This tool intentionally returns an error for testing")) },
+        )
+        .tool(
+            Tool::new("test_tool_with_progress", "Tests tool that reports progress notifications", empty_schema()),
+            |_args, cx| async move {
+                for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    let message = format!("Completed step {step} of 100");
+                    cx.progress(step, Some(100.0), Some(&message))
+                        .await
+                        .map_err(|e| failed("progress", e))?;
+                }
+                let token = cx.request().progress_token().map_or_else(|| "0".to_owned(), |t| t.get().to_owned());
+                Ok(CallToolResult::text(token))
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_sampling",
+                "Tests server-initiated sampling (LLM completion request)",
+                string_arg_schema("prompt", "The prompt to send to the LLM"),
+            ),
+            |args, cx| async move {
+                let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
+                let result = cx.create_message(params).await.map_err(|e| failed("sampling", e))?;
+                let text = result
+                    .content
+                    .blocks()
+                    .iter()
+                    .find_map(ContentBlock::as_text)
+                    .unwrap_or("No response")
+                    .to_owned();
+                Ok(CallToolResult::text(format!("LLM response: {text}")))
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_elicitation",
+                "Tests server-initiated elicitation (user input request)",
+                string_arg_schema("message", "The message to show the user"),
+            ),
+            |args, cx| async move {
+                let message = args.get("message").and_then(Value::as_str).unwrap_or("Please provide your details");
+                let schema = json!({
+                    "type": "object",
+                    "properties": {
+                        "username": { "type": "string", "description": "User's username" },
+                        "email": { "type": "string", "description": "User's email address" }
+                    },
+                    "required": ["username", "email"]
+                });
+                let result = cx
+                    .elicit(ElicitRequestParams::form(message, object(schema)))
+                    .await
+                    .map_err(|e| failed("elicitation", e))?;
+                let action = match result.action {
+                    ElicitAction::Accept => "accept",
+                    ElicitAction::Decline => "decline",
+                    ElicitAction::Cancel => "cancel",
+                    _ => "unknown",
+                };
+                let content = Value::Object(result.content.unwrap_or_default());
+                Ok(CallToolResult::text(format!("User response: action={action}, content={content}")))
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_elicitation_sep1034_defaults",
+                "Tests elicitation with default values per SEP-1034",
+                empty_schema(),
+            ),
+            |_args, cx| async move {
+                elicit_text(&cx, "Please review and update the form fields with defaults", sep1034_schema()).await
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_elicitation_sep1330_enums",
+                "Tests elicitation with enum schema improvements per SEP-1330",
+                empty_schema(),
+            ),
+            |_args, cx| async move {
+                elicit_text(&cx, "Please select options from the enum fields", sep1330_schema()).await
+            },
+        )
+        .tool(
+            Tool::new(
+                "json_schema_2020_12_tool",
+                "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+                json_schema_2020_12(),
+            ),
+            |args, _cx| async move {
+                Ok(CallToolResult::text(format!(
+                    "JSON Schema 2020-12 tool called with: {}",
+                    Value::Object(args)
+                )))
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_reconnection",
+                "Tests stream disconnection and client reconnection (SEP-1699)",
+                empty_schema(),
+            ),
+            |_args, _cx| async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(CallToolResult::text(
+                    "Reconnection test completed successfully. If you received this, the client properly \
+                     reconnected after stream closure.",
+                ))
+            },
+        )
+        .tool(
+            Tool::new(
+                "test_client_elicitation_defaults",
+                "Elicits a form whose fields have defaults, for clients that fill defaults (SEP-1034)",
+                empty_schema(),
+            ),
+            |_args, cx| async move {
+                elicit_text(&cx, "Please review the form fields; omitted fields take their defaults", sep1034_schema())
+                    .await
+            },
+        );
+
+    // ---- resources ----
+    let builder = builder
+        .resource(
+            Resource::new("test://static-text", "static-text")
+                .with_description("A static text resource for testing")
+                .with_mime_type("text/plain"),
+            |uri, _cx| async move {
+                Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(uri, "This is the content of the static text resource.")
+                        .with_mime_type("text/plain"),
+                ]))
+            },
+        )
+        .resource(
+            Resource::new("test://static-binary", "static-binary")
+                .with_description("A static binary resource (image) for testing")
+                .with_mime_type("image/png"),
+            |uri, _cx| async move {
+                Ok(ReadResourceResult::new(vec![
+                    ResourceContents::blob(uri, TEST_IMAGE_BASE64).with_mime_type("image/png"),
+                ]))
+            },
+        )
+        .resource(
+            Resource::new("test://watched-resource", "watched-resource")
+                .with_description("A resource clients may subscribe to")
+                .with_mime_type("text/plain"),
+            |uri, _cx| async move {
+                Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(uri, "Watched resource content").with_mime_type("text/plain"),
+                ]))
+            },
+        )
+        .resource_template(
+            {
+                let mut t = ResourceTemplate::new("test://template/{id}/data", "template");
+                t.description = Some("A resource template with parameter substitution".to_owned());
+                t.mime_type = Some("application/json".to_owned());
+                t
+            },
+            |uri, vars, _cx| async move {
+                let id = vars.get("id").cloned().unwrap_or_default();
+                let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
+                Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(uri, body.to_string()).with_mime_type("application/json"),
+                ]))
+            },
+        );
+
+    // ---- prompts and completion ----
+    builder
+        .prompt(
+            Prompt::new("test_simple_prompt", "A simple prompt without arguments"),
+            |_args, _cx| async {
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text("This is a simple prompt for testing.")]))
+            },
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_arguments", "A prompt with required arguments")
+                .with_argument(PromptArgument::new("arg1", "First test argument", true))
+                .with_argument(PromptArgument::new("arg2", "Second test argument", true)),
+            |args, _cx| async move {
+                let arg1 = args.get("arg1").cloned().unwrap_or_default();
+                let arg2 = args.get("arg2").cloned().unwrap_or_default();
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text(format!(
+                    "Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+                ))]))
+            },
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_embedded_resource", "A prompt that includes an embedded resource")
+                .with_argument(PromptArgument::new("resourceUri", "URI of the resource to embed", true)),
+            |args, _cx| async move {
+                let uri = args.get("resourceUri").cloned().unwrap_or_default();
+                Ok(GetPromptResult::new(vec![
+                    PromptMessage::new(
+                        Role::User,
+                        ContentBlock::embedded_text(uri, "text/plain", "Embedded resource content for testing."),
+                    ),
+                    PromptMessage::user_text("Please process the embedded resource above."),
+                ]))
+            },
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_image", "A prompt that includes image content"),
+            |_args, _cx| async {
+                Ok(GetPromptResult::new(vec![
+                    PromptMessage::new(Role::User, ContentBlock::image(TEST_IMAGE_BASE64, "image/png")),
+                    PromptMessage::user_text("Please analyze the image above."),
+                ]))
+            },
+        )
+        .completion(|params, _cx| async move {
+            let values = match &params.reference {
+                CompletionReference::Prompt(p)
+                    if p.name == "test_prompt_with_arguments" && params.argument.name == "arg1" =>
+                {
+                    ARG1_VALUES
+                        .iter()
+                        .filter(|v| v.starts_with(params.argument.value.as_str()))
+                        .map(|v| (*v).to_owned())
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            Ok(CompleteResult::new(values))
+        })
+        .build()
+}

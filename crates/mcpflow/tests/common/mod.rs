@@ -1,0 +1,165 @@
+//! Helpers shared by the integration tests: bounded waits, transports by name, a raw
+//! JSON-RPC peer for wire-level scenarios, and small servers.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use mcpflow::transport::{FrameMeta, FrameKind, FrameReader, FrameWriter, InboundFrame, MemoryTransport, StreamTransport, Transport};
+use serde_json::Value;
+
+/// Every wait in a test goes through here: a deadlock fails with the scenario's name.
+pub async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(10), fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out (10 s) waiting for: {what}"),
+    }
+}
+
+/// The transports every engine scenario runs over.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    Memory0,
+    Memory1,
+    MemoryLarge,
+    /// Newline framing over a real OS socket pair, as stdio uses.
+    Stdio,
+}
+
+pub const ALL: [Kind; 4] = [Kind::Memory0, Kind::Memory1, Kind::MemoryLarge, Kind::Stdio];
+
+/// A connected pair of transports of one kind, boxed behind one type.
+pub enum AnyTransport {
+    Memory(MemoryTransport),
+    Stream(StreamTransport<tokio::net::unix::OwnedReadHalf, tokio::net::unix::OwnedWriteHalf>),
+}
+
+pub fn pair(kind: Kind) -> (AnyTransport, AnyTransport) {
+    match kind {
+        Kind::Memory0 => wrap(MemoryTransport::pair(0)),
+        Kind::Memory1 => wrap(MemoryTransport::pair(1)),
+        Kind::MemoryLarge => wrap(MemoryTransport::pair(4096)),
+        Kind::Stdio => {
+            let (a, b) = tokio::net::UnixStream::pair().expect("socket pair");
+            let (ar, aw) = a.into_split();
+            let (br, bw) = b.into_split();
+            (
+                AnyTransport::Stream(StreamTransport::new(ar, aw)),
+                AnyTransport::Stream(StreamTransport::new(br, bw)),
+            )
+        }
+    }
+}
+
+fn wrap((a, b): (MemoryTransport, MemoryTransport)) -> (AnyTransport, AnyTransport) {
+    (AnyTransport::Memory(a), AnyTransport::Memory(b))
+}
+
+pub enum AnyReader {
+    Memory(<MemoryTransport as Transport>::Reader),
+    Stream(<StreamTransport<tokio::net::unix::OwnedReadHalf, tokio::net::unix::OwnedWriteHalf> as Transport>::Reader),
+}
+
+pub enum AnyWriter {
+    Memory(<MemoryTransport as Transport>::Writer),
+    Stream(<StreamTransport<tokio::net::unix::OwnedReadHalf, tokio::net::unix::OwnedWriteHalf> as Transport>::Writer),
+}
+
+impl Transport for AnyTransport {
+    type Reader = AnyReader;
+    type Writer = AnyWriter;
+    fn split(self) -> (AnyReader, AnyWriter) {
+        match self {
+            AnyTransport::Memory(t) => {
+                let (r, w) = t.split();
+                (AnyReader::Memory(r), AnyWriter::Memory(w))
+            }
+            AnyTransport::Stream(t) => {
+                let (r, w) = t.split();
+                (AnyReader::Stream(r), AnyWriter::Stream(w))
+            }
+        }
+    }
+}
+
+impl FrameReader for AnyReader {
+    async fn read_frame(&mut self) -> Result<Option<InboundFrame>, mcpflow::TransportError> {
+        match self {
+            AnyReader::Memory(r) => r.read_frame().await,
+            AnyReader::Stream(r) => r.read_frame().await,
+        }
+    }
+}
+
+impl FrameWriter for AnyWriter {
+    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), mcpflow::TransportError> {
+        match self {
+            AnyWriter::Memory(w) => w.write_frame(frame, meta).await,
+            AnyWriter::Stream(w) => w.write_frame(frame, meta).await,
+        }
+    }
+    async fn flush(&mut self) -> Result<(), mcpflow::TransportError> {
+        match self {
+            AnyWriter::Memory(w) => w.flush().await,
+            AnyWriter::Stream(w) => w.flush().await,
+        }
+    }
+    async fn close(&mut self) {
+        match self {
+            AnyWriter::Memory(w) => w.close().await,
+            AnyWriter::Stream(w) => w.close().await,
+        }
+    }
+}
+
+/// A scripted JSON-RPC peer with no SDK: reads and writes raw frames.
+pub struct RawPeer {
+    reader: AnyReader,
+    writer: AnyWriter,
+}
+
+impl RawPeer {
+    pub fn new(transport: AnyTransport) -> Self {
+        let (reader, writer) = transport.split();
+        RawPeer { reader, writer }
+    }
+
+    pub async fn send_text(&mut self, text: &str) {
+        let meta = FrameMeta { kind: FrameKind::Notification, related: None };
+        self.writer.write_frame(text.as_bytes(), &meta).await.expect("raw peer write");
+        self.writer.flush().await.expect("raw peer flush");
+    }
+
+    pub async fn send(&mut self, value: Value) {
+        self.send_text(&value.to_string()).await;
+    }
+
+    /// The next message, parsed; `None` at end of stream.
+    pub async fn recv(&mut self) -> Option<Value> {
+        match self.reader.read_frame().await.expect("raw peer read")? {
+            InboundFrame::Message(bytes) => Some(serde_json::from_slice(&bytes).expect("peer sent JSON")),
+            other => panic!("unexpected frame {other:?}"),
+        }
+    }
+
+    /// Read until a message satisfies `pred`, returning it (others are skipped).
+    pub async fn recv_until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let msg = self.recv().await.expect("stream ended early");
+            if pred(&msg) {
+                return msg;
+            }
+        }
+    }
+
+    /// Answer the client's initialize (the first request) and swallow `initialized`.
+    pub async fn accept_initialize(&mut self) {
+        let init = self.recv_until(|m| m["method"] == "initialize").await;
+        self.send(serde_json::json!({
+            "jsonrpc": "2.0", "id": init["id"],
+            "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                        "serverInfo": {"name": "raw", "version": "0"}}
+        })).await;
+        self.recv_until(|m| m["method"] == "notifications/initialized").await;
+    }
+}
