@@ -502,6 +502,23 @@ impl Service for ServerService {
             let raw = request.params.as_deref();
             let cx = ServerContext::new(cx, connection.clone(), server.clone());
             let size = server.inner.page_size;
+            let caps = server.capabilities();
+            let undeclared = match request.method.as_str() {
+                method::TOOLS_LIST | method::TOOLS_CALL => caps.tools.is_none(),
+                method::RESOURCES_LIST
+                | method::RESOURCES_TEMPLATES_LIST
+                | method::RESOURCES_READ
+                | method::RESOURCES_SUBSCRIBE
+                | method::RESOURCES_UNSUBSCRIBE => caps.resources.is_none(),
+                method::PROMPTS_LIST | method::PROMPTS_GET => caps.prompts.is_none(),
+                _ => false,
+            };
+            if undeclared {
+                return Err(ErrorObject::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("method not found: {} (this server declares no such capability)", request.method),
+                ));
+            }
             match request.method.as_str() {
                 method::INITIALIZE => {
                     let params: InitializeRequestParams = required_params(raw)?;

@@ -31,6 +31,7 @@ pub(crate) struct Inbound {
     queue_capacity: usize,
     tasks: Mutex<JoinSet<()>>,
     root: CancellationToken,
+    cancel_grace: std::time::Duration,
 }
 
 /// Why a request was not admitted; the reader answers with this error.
@@ -40,7 +41,7 @@ pub(crate) enum Refusal {
 }
 
 impl Inbound {
-    pub(crate) fn new(max_concurrent: usize, queue_capacity: usize) -> Arc<Self> {
+    pub(crate) fn new(max_concurrent: usize, queue_capacity: usize, cancel_grace: std::time::Duration) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(max_concurrent)),
@@ -50,6 +51,7 @@ impl Inbound {
             queue_capacity,
             tasks: Mutex::new(JoinSet::new()),
             root: CancellationToken::new(),
+            cancel_grace,
         })
     }
 
@@ -115,11 +117,18 @@ impl Inbound {
             cancel: token.clone(),
             peer: peer.clone(),
         };
+        let handler = catch_unwind(service.handle_request(request, cx));
+        tokio::pin!(handler);
         let handled = tokio::select! {
             biased;
+            outcome = &mut handler => Some(outcome),
             () = token.cancelled() => None,
-            outcome = catch_unwind(service.handle_request(request, cx)) => Some(outcome),
         };
+        if handled.is_none() {
+            // Cancelled: the handler sees its token tripped and gets the grace to wind
+            // down (release resources, log); then it is dropped. No answer is sent.
+            let _ = tokio::time::timeout(self.cancel_grace, handler).await;
+        }
         // Free the id before answering: the peer may reuse it as soon as it reads the answer.
         self.running().remove(&id);
         drop(permit);

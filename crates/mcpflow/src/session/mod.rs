@@ -122,17 +122,6 @@ impl Shared {
         self.reason.get().cloned().unwrap_or(CloseReason::ClosedLocally)
     }
 
-    /// Queue a reply without waiting (reader and drop paths).
-    pub(crate) fn send_control(&self, message: Message, kind: FrameKind) {
-        let frame = Outbound {
-            bytes: serialize(&message),
-            meta: FrameMeta { kind, related: None },
-        };
-        if let Err(e) = self.control.try_send(frame) {
-            tracing::warn!(error = %e, "control queue full or closed; dropped a reply (the peer is not reading)");
-        }
-    }
-
     fn courtesy_cancel(&self, id: i64, reason: &str, related: Option<RequestId>) {
         let params = serde_json::json!({ "requestId": id, "reason": reason });
         let Ok(params) = serde_json::value::to_raw_value(&params) else {
@@ -150,6 +139,14 @@ impl Shared {
         if let Err(mpsc::error::TrySendError::Full(frame)) = self.outbound.try_send(frame) {
             let _ = self.control.try_send(frame);
         }
+    }
+}
+
+/// A reply the reader queues on the control queue.
+pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
+    Outbound {
+        bytes: serialize(message),
+        meta: FrameMeta { kind, related: None },
     }
 }
 
@@ -557,7 +554,7 @@ impl Session {
         // The control queue holds the reader's own replies; sized so a peer must flood
         // us while not reading before one is dropped.
         let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
-        let inbound = Inbound::new(config.max_concurrent_requests.get(), config.request_queue_capacity);
+        let inbound = Inbound::new(config.max_concurrent_requests.get(), config.request_queue_capacity, config.close_grace);
         let lane = NotificationLane::new(config.notification_lane_capacity.get());
         let shared = Arc::new(Shared {
             config,

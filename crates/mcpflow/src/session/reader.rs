@@ -4,9 +4,10 @@
 //! complete their pending entry; progress goes to its request's channel;
 //! `notifications/cancelled` trips the handler's token; other notifications go to the
 //! notification lane; requests are admitted as tasks or refused at once. Replies the
-//! reader makes itself go on the writer's control queue with `try_send`: if even that
-//! is full the peer is flooding us without reading, and the reply is dropped with a
-//! warning rather than stalling the read loop.
+//! reader makes itself (errors, pings, busy answers) go on the writer's control queue.
+//! That queue is drained by the writer alone, never by user code; when it is full the
+//! peer is sending faster than it reads our replies, and the reader waits for the
+//! writer before reading more: back-pressure on the flooding peer, with nothing lost.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -33,7 +34,8 @@ pub(crate) async fn run_reader<R: FrameReader>(
         service,
         peer,
     };
-    let reason = loop {
+    let mut replies = Vec::new();
+    let reason = 'read: loop {
         // Stop first so a close is never delayed by a flood of input.
         let frame = tokio::select! {
             biased;
@@ -41,9 +43,18 @@ pub(crate) async fn run_reader<R: FrameReader>(
             frame = reader.read_frame() => frame,
         };
         match frame {
-            Ok(Some(frame)) => router.dispatch(frame),
+            Ok(Some(frame)) => router.dispatch(frame, &mut replies),
             Ok(None) => break CloseReason::PeerClosed,
             Err(e) => break CloseReason::Transport(e),
+        }
+        for reply in replies.drain(..) {
+            tokio::select! {
+                biased;
+                () = shared.reader_stop.cancelled() => break 'read CloseReason::ClosedLocally,
+                sent = shared.control.send(reply) => if sent.is_err() {
+                    break 'read CloseReason::ClosedLocally;
+                },
+            }
         }
     };
     tracing::debug!(%reason, "reader stopped");
@@ -56,22 +67,25 @@ struct Router {
     peer: Peer,
 }
 
+type Replies = Vec<super::writer::Outbound>;
+
 impl Router {
-    fn dispatch(&mut self, frame: InboundFrame) {
+    fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
             InboundFrame::Message(bytes) => match decode(&bytes) {
-                Decoded::Single(Ok(message)) => self.route(message),
-                Decoded::Single(Err(e)) => self.reject(&e),
+                Decoded::Single(Ok(message)) => self.route(message, replies),
+                Decoded::Single(Err(e)) => self.reject(&e, replies),
                 Decoded::Batch(items) => {
                     if self.shared.accept_batches.load(Ordering::Relaxed) {
                         for item in items {
                             match item {
-                                Ok(message) => self.route(message),
-                                Err(e) => self.reject(&e),
+                                Ok(message) => self.route(message, replies),
+                                Err(e) => self.reject(&e, replies),
                             }
                         }
                     } else {
                         self.reply_error(
+                            replies,
                             None,
                             ErrorObject::new(
                                 ErrorCode::INVALID_REQUEST,
@@ -81,11 +95,11 @@ impl Router {
                     }
                 }
             },
-            InboundFrame::Oversized { len, prefix } => {
-                let limit = self.shared.config.max_frame_bytes;
+            InboundFrame::Oversized { len, prefix, limit } => {
                 tracing::warn!(len, limit, "skipped an oversized frame");
                 if let Some(id) = sniff_request_id(&prefix) {
                     self.reply_error(
+                        replies,
                         Some(id),
                         ErrorObject::new(
                             ErrorCode::INVALID_REQUEST,
@@ -100,7 +114,7 @@ impl Router {
         }
     }
 
-    fn route(&mut self, message: Message) {
+    fn route(&mut self, message: Message, replies: &mut Replies) {
         match message {
             Message::Response(r) => {
                 if !self.shared.pending.complete(&r.id, Ok(r.result)) {
@@ -119,7 +133,7 @@ impl Router {
             Message::Request(r) if r.method == "ping" => {
                 let empty = RawValue::from_string("{}".to_owned());
                 if let Ok(empty) = empty {
-                    self.shared.send_control(Message::response(r.id.clone(), empty), FrameKind::Response(Some(r.id)));
+                    replies.push(super::outbound(&Message::response(r.id.clone(), empty), FrameKind::Response(Some(r.id))));
                 }
             }
             Message::Request(r) => {
@@ -129,7 +143,7 @@ impl Router {
                         tracing::warn!("refused a request: handler slots and queue are full");
                     }
                     let (id, error) = self.shared.inbound.refusal_error(&refusal);
-                    self.reply_error(Some(id), error);
+                    self.reply_error(replies, Some(id), error);
                 }
             }
         }
@@ -180,18 +194,18 @@ impl Router {
         self.shared.lane.push(n);
     }
 
-    fn reject(&mut self, e: &DecodeError) {
+    fn reject(&mut self, e: &DecodeError, replies: &mut Replies) {
         if e.is_response() {
             tracing::warn!(error = %e, "ignored a malformed response");
             return;
         }
         tracing::debug!(error = %e, "answered a malformed message");
-        self.reply_error(e.id().cloned(), e.to_error_object());
+        self.reply_error(replies, e.id().cloned(), e.to_error_object());
     }
 
-    fn reply_error(&mut self, id: Option<RequestId>, error: ErrorObject) {
+    fn reply_error(&mut self, replies: &mut Replies, id: Option<RequestId>, error: ErrorObject) {
         let kind = FrameKind::Response(id.clone());
-        self.shared.send_control(Message::error(id, error), kind);
+        replies.push(super::outbound(&Message::error(id, error), kind));
     }
 }
 

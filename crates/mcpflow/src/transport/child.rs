@@ -306,7 +306,7 @@ async fn drain_stderr(
     while let Ok(Some(frame)) = lines.read_frame().await {
         let line = match frame {
             InboundFrame::Message(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            InboundFrame::Oversized { len, prefix } => {
+            InboundFrame::Oversized { len, prefix, .. } => {
                 format!("{}… ({len} bytes)", String::from_utf8_lossy(&prefix))
             }
         };

@@ -78,6 +78,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                         return Some(InboundFrame::Oversized {
                             len: len + (end - line_start),
                             prefix,
+                            limit: self.max_frame_bytes,
                         });
                     }
                     let mut line = &self.buf[line_start..end];
@@ -91,6 +92,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                         return Some(InboundFrame::Oversized {
                             len: line.len(),
                             prefix: line[..PREFIX_KEPT.min(line.len())].to_vec(),
+                            limit: self.max_frame_bytes,
                         });
                     }
                     return Some(InboundFrame::Message(line.to_vec()));
@@ -114,7 +116,11 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
 
     fn finish(&mut self) -> Option<InboundFrame> {
         if let Some((len, prefix)) = self.skipping.take() {
-            return Some(InboundFrame::Oversized { len, prefix });
+            return Some(InboundFrame::Oversized {
+                len,
+                prefix,
+                limit: self.max_frame_bytes,
+            });
         }
         let rest = &self.buf[self.start..];
         self.start = self.buf.len();

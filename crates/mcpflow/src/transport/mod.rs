@@ -68,6 +68,8 @@ pub enum InboundFrame {
         len: usize,
         /// The first bytes of the frame.
         prefix: Vec<u8>,
+        /// The limit it exceeded.
+        limit: usize,
     },
 }
 

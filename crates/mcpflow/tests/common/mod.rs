@@ -16,6 +16,14 @@ pub async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
     }
 }
 
+/// A bounded wait with its own limit (paused-clock tests advance virtual time).
+pub async fn bounded_for<F: Future>(limit: Duration, what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out ({limit:?}) waiting for: {what}"),
+    }
+}
+
 /// The transports every engine scenario runs over.
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
