@@ -22,7 +22,9 @@ pub enum TransportError {
         source: Arc<std::io::Error>,
     },
     /// A child process could not be started.
-    #[error("could not start `{command}`: {source}; check that the command exists and is executable")]
+    #[error(
+        "could not start `{command}`: {source}; check that the command exists and is executable"
+    )]
     Spawn {
         /// The command line.
         command: String,

@@ -20,6 +20,6 @@ pub use config::{SessionConfig, SessionConfigBuilder};
 pub use error::{CloseReason, SessionError, TransportError};
 pub use mcpflow_protocol as protocol;
 pub use session::{
-    BoxFuture, PendingRequest, Peer, ProgressUpdate, RequestContext, RequestEvent, RequestOptions, Service,
-    Session,
+    BoxFuture, Peer, PendingRequest, ProgressUpdate, RequestContext, RequestEvent, RequestOptions,
+    Service, Session,
 };

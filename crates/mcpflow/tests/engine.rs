@@ -1,4 +1,5 @@
 //! Each engine guarantee of the architecture notes as a named, bounded test.
+#![allow(clippy::unwrap_used)] // panics are how tests fail
 
 mod common;
 
@@ -10,7 +11,9 @@ use common::{ALL, Kind, RawPeer, bounded, bounded_for, pair};
 use mcpflow::client::Client;
 use mcpflow::protocol::{CallToolRequestParams, CallToolResult, LoggingLevel, Tool};
 use mcpflow::server::Server;
-use mcpflow::transport::{FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, StreamTransport, Transport};
+use mcpflow::transport::{
+    FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, StreamTransport, Transport,
+};
 use mcpflow::{CloseReason, RequestOptions, SessionConfig, SessionError, TransportError};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
@@ -33,18 +36,28 @@ async fn ten_thousand_progress_in_order_before_result(kind: Kind) {
         .build();
     let (c, s) = pair(kind);
     let _running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
     let seen = Arc::new(Mutex::new(Vec::with_capacity(N as usize)));
     let log = seen.clone();
     let options = RequestOptions::new().on_progress(move |p| log.lock().unwrap().push(p.progress));
-    let result = bounded("10,000 progress then the result", client.call_tool_with(&CallToolRequestParams::new("flood"), options))
-        .await
-        .expect("call");
+    let result = bounded(
+        "10,000 progress then the result",
+        client.call_tool_with(&CallToolRequestParams::new("flood"), options),
+    )
+    .await
+    .expect("call");
     assert_eq!(result.content[0].as_text(), Some("done"));
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), N as usize, "every notification delivered before the call returned");
-    assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order");
-    drop(seen);
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(
+            seen.len(),
+            N as usize,
+            "every notification delivered before the call returned"
+        );
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order");
+    }
     bounded("close", client.close()).await;
 }
 
@@ -75,7 +88,10 @@ async fn notifications_are_handled_one_at_a_time_in_receive_order() {
         let client = Client::builder("t", "1").on_log(move |m, _c| {
             let (o, b, d) = (o.clone(), b.clone(), d.clone());
             async move {
-                assert!(!b.swap(true, Ordering::SeqCst), "two notification handlers ran at once");
+                assert!(
+                    !b.swap(true, Ordering::SeqCst),
+                    "two notification handlers ran at once"
+                );
                 tokio::task::yield_now().await;
                 let i = m.data.as_u64().expect("number");
                 o.lock().unwrap().push(i);
@@ -86,7 +102,9 @@ async fn notifications_are_handled_one_at_a_time_in_receive_order() {
             }
         });
         let wait = done.notified();
-        let client = bounded("connect", client.connect(c)).await.expect("connect");
+        let client = bounded("connect", client.connect(c))
+            .await
+            .expect("connect");
         bounded("all 500 log notifications handled", wait).await;
         assert_eq!(*order.lock().unwrap(), (0..500).collect::<Vec<u64>>());
         let _peer = bounded("server", server).await;
@@ -106,7 +124,8 @@ async fn burst_of_100_list_changed_costs_at_most_two_tools_list_requests() {
             let first = peer.recv_until(|m| m["method"] == "tools/list").await;
             peer.send(json!({"jsonrpc":"2.0","id":first["id"],"result":{"tools":[{"name":"v1","inputSchema":{"type":"object"}}]}})).await;
             for _ in 0..100 {
-                peer.send(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})).await;
+                peer.send(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}))
+                    .await;
             }
             let mut lists = 0;
             loop {
@@ -115,17 +134,24 @@ async fn burst_of_100_list_changed_costs_at_most_two_tools_list_requests() {
                     lists += 1;
                     peer.send(json!({"jsonrpc":"2.0","id":msg["id"],"result":{"tools":[{"name":"final","inputSchema":{"type":"object"}}]}})).await;
                 } else if msg["method"] == "ping" {
-                    peer.send(json!({"jsonrpc":"2.0","id":msg["id"],"result":{}})).await;
+                    peer.send(json!({"jsonrpc":"2.0","id":msg["id"],"result":{}}))
+                        .await;
                     return lists;
                 }
             }
         });
-        let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+        let client = bounded("connect", Client::builder("t", "1").connect(c))
+            .await
+            .expect("connect");
         // The burst may already have been read: the first list is then the final one.
-        bounded("initial list", client.tools()).await.expect("tools");
+        bounded("initial list", client.tools())
+            .await
+            .expect("tools");
         // Wait for the refresh to land on the final list, then let the server count.
         loop {
-            let tools = bounded("refreshed list", client.tools()).await.expect("tools");
+            let tools = bounded("refreshed list", client.tools())
+                .await
+                .expect("tools");
             if tools[0].name == "final" {
                 break;
             }
@@ -133,7 +159,10 @@ async fn burst_of_100_list_changed_costs_at_most_two_tools_list_requests() {
         }
         bounded("ping", client.ping()).await.expect("ping");
         let lists = bounded("server count", server).await.expect("server");
-        assert!((1..=2).contains(&lists), "{lists} tools/list requests for a burst of 100 ({kind:?})");
+        assert!(
+            (1..=2).contains(&lists),
+            "{lists} tools/list requests for a burst of 100 ({kind:?})"
+        );
         bounded("close", client.close()).await;
     }
 }
@@ -161,21 +190,36 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
     let (c, s) = pair(Kind::MemoryLarge);
     let running = server.serve(s);
     let (mut reader, mut writer) = c.split();
-    let meta = FrameMeta { kind: FrameKind::Request, related: None };
+    let meta = FrameMeta {
+        kind: FrameKind::Request,
+        related: None,
+    };
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"0"}}});
-    writer.write_frame(init.to_string().as_bytes(), &meta).await.unwrap();
+    writer
+        .write_frame(init.to_string().as_bytes(), &meta)
+        .await
+        .unwrap();
     let sender = tokio::spawn(async move {
         for id in 1..=N {
-            let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"hold"}});
-            writer.write_frame(call.to_string().as_bytes(), &meta).await.unwrap();
+            let call =
+                json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"hold"}});
+            writer
+                .write_frame(call.to_string().as_bytes(), &meta)
+                .await
+                .unwrap();
         }
         writer
     });
     let (mut busy, mut ok) = (0, 0);
     let mut peak = 0;
     while busy + ok < N {
-        let frame = bounded("flood replies", reader.read_frame()).await.unwrap().expect("frame");
-        let InboundFrame::Message(bytes) = frame else { panic!("oversized") };
+        let frame = bounded("flood replies", reader.read_frame())
+            .await
+            .unwrap()
+            .expect("frame");
+        let InboundFrame::Message(bytes) = frame else {
+            panic!("oversized")
+        };
         let msg: Value = serde_json::from_slice(&bytes).unwrap();
         if msg["id"] == 0 {
             continue;
@@ -192,7 +236,11 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
             ok += 1;
         }
     }
-    assert_eq!((ok, busy), (20, N - 20), "4 running + 16 queued admitted, the rest refused at once");
+    assert_eq!(
+        (ok, busy),
+        (20, N - 20),
+        "4 running + 16 queued admitted, the rest refused at once"
+    );
     assert!(peak <= 20, "at most 20 requests held at once, saw {peak}");
     let _writer = bounded("sender", sender).await.unwrap();
     bounded("close", running.close()).await;
@@ -216,16 +264,23 @@ async fn request_times_out_and_the_server_observes_cancellation() {
         .build();
     let (c, s) = pair(Kind::Memory0);
     let _running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
     let wait = cancelled.notified();
     let options = RequestOptions::new().timeout(Duration::from_secs(5));
-    let err = bounded("timeout", client.call_tool_with(&CallToolRequestParams::new("slow"), options))
-        .await
-        .expect_err("times out");
+    let err = bounded(
+        "timeout",
+        client.call_tool_with(&CallToolRequestParams::new("slow"), options),
+    )
+    .await
+    .expect_err("times out");
     assert!(matches!(err, SessionError::Timeout { .. }), "{err}");
     bounded("the server observed notifications/cancelled", wait).await;
     assert_eq!(client.peer().pending_requests(), 0);
-    bounded("ping after timeout", client.ping()).await.expect("still serving");
+    bounded("ping after timeout", client.ping())
+        .await
+        .expect("still serving");
     bounded("close", client.close()).await;
 }
 
@@ -243,19 +298,38 @@ async fn progress_resets_the_timeout_and_max_total_caps_it() {
         .build();
     let (c, s) = pair(Kind::Memory1);
     let _running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
     let params = CallToolRequestParams::new("tick");
-    let kept_alive = RequestOptions::new().timeout(Duration::from_secs(5)).with_progress_token();
-    let result = bounded_for(Duration::from_secs(60), "call kept alive by progress", client.call_tool_with(&params, kept_alive)).await;
-    assert_eq!(result.expect("progress kept it alive").content[0].as_text(), Some("finished"));
+    let kept_alive = RequestOptions::new()
+        .timeout(Duration::from_secs(5))
+        .with_progress_token();
+    let result = bounded_for(
+        Duration::from_secs(60),
+        "call kept alive by progress",
+        client.call_tool_with(&params, kept_alive),
+    )
+    .await;
+    assert_eq!(
+        result.expect("progress kept it alive").content[0].as_text(),
+        Some("finished")
+    );
     let capped = RequestOptions::new()
         .timeout(Duration::from_secs(5))
         .max_total(Duration::from_secs(10))
         .with_progress_token();
-    let err = bounded_for(Duration::from_secs(60), "call capped in total", client.call_tool_with(&params, capped))
-        .await
-        .expect_err("capped");
-    assert!(matches!(err, SessionError::MaxTotalExceeded { .. }), "{err}");
+    let err = bounded_for(
+        Duration::from_secs(60),
+        "call capped in total",
+        client.call_tool_with(&params, capped),
+    )
+    .await
+    .expect_err("capped");
+    assert!(
+        matches!(err, SessionError::MaxTotalExceeded { .. }),
+        "{err}"
+    );
     bounded("close", client.close()).await;
 }
 
@@ -279,13 +353,19 @@ async fn dropping_a_call_sends_cancelled() {
             .build();
         let (c, s) = pair(kind);
         let _running = server.serve(s);
-        let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+        let client = bounded("connect", Client::builder("t", "1").connect(c))
+            .await
+            .expect("connect");
         let wait_cancel = cancelled.notified();
         tokio::select! {
             _ = client.call_tool("slow", json!({})) => panic!("the call cannot finish"),
             () = started.notified() => {}
         }
-        bounded("the server observed the dropped call's cancellation", wait_cancel).await;
+        bounded(
+            "the server observed the dropped call's cancellation",
+            wait_cancel,
+        )
+        .await;
         bounded("close", client.close()).await;
     }
 }
@@ -298,18 +378,30 @@ async fn late_response_after_timeout_is_ignored() {
         let mut peer = RawPeer::new(s);
         peer.accept_initialize().await;
         let call = peer.recv_until(|m| m["method"] == "tools/call").await;
-        let cancel = peer.recv_until(|m| m["method"] == "notifications/cancelled").await;
+        let cancel = peer
+            .recv_until(|m| m["method"] == "notifications/cancelled")
+            .await;
         assert_eq!(cancel["params"]["requestId"], call["id"]);
-        peer.send(json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[]}})).await;
+        peer.send(json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[]}}))
+            .await;
         let ping = peer.recv_until(|m| m["method"] == "ping").await;
-        peer.send(json!({"jsonrpc":"2.0","id":ping["id"],"result":{}})).await;
+        peer.send(json!({"jsonrpc":"2.0","id":ping["id"],"result":{}}))
+            .await;
         peer
     });
-    let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
     let options = RequestOptions::new().timeout(Duration::from_secs(1));
-    let err = bounded("timeout", client.call_tool_with(&CallToolRequestParams::new("x"), options)).await;
+    let err = bounded(
+        "timeout",
+        client.call_tool_with(&CallToolRequestParams::new("x"), options),
+    )
+    .await;
     assert!(matches!(err, Err(SessionError::Timeout { .. })));
-    bounded("ping after the late response", client.ping()).await.expect("ping");
+    bounded("ping after the late response", client.ping())
+        .await
+        .expect("ping");
     let _peer = bounded("server", server).await;
     bounded("close", client.close()).await;
 }
@@ -327,7 +419,9 @@ async fn every_pending_request_fails_at_once_when_the_peer_closes() {
             }
             drop(peer);
         });
-        let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+        let client = bounded("connect", Client::builder("t", "1").connect(c))
+            .await
+            .expect("connect");
         let calls = futures_join3(
             client.call_tool("a", json!({})),
             client.call_tool("b", json!({})),
@@ -337,7 +431,13 @@ async fn every_pending_request_fails_at_once_when_the_peer_closes() {
         for r in [a, b, c] {
             let err = r.expect_err("peer closed");
             assert!(err.is_closed(), "{err}");
-            assert!(matches!(err, SessionError::Closed { reason: CloseReason::PeerClosed | CloseReason::Transport(_), .. }));
+            assert!(matches!(
+                err,
+                SessionError::Closed {
+                    reason: CloseReason::PeerClosed | CloseReason::Transport(_),
+                    ..
+                }
+            ));
         }
         bounded("server", server).await.unwrap();
         bounded("close", client.close()).await;
@@ -356,7 +456,9 @@ async fn futures_join3<A: std::future::Future, B: std::future::Future, C: std::f
 /// connection keeps serving.
 #[tokio::test]
 async fn malformed_input_is_answered_and_the_connection_keeps_serving() {
-    let server = Server::builder("strict", "1").tool(tool("t"), |_a, _c| async { Ok(CallToolResult::text("x")) }).build();
+    let server = Server::builder("strict", "1")
+        .tool(tool("t"), |_a, _c| async { Ok(CallToolResult::text("x")) })
+        .build();
     let (a, b) = tokio::net::UnixStream::pair().unwrap();
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();
@@ -364,15 +466,47 @@ async fn malformed_input_is_answered_and_the_connection_keeps_serving() {
     let mut peer = RawPeer::new(common::AnyTransport::Stream(StreamTransport::new(ar, aw)));
     let cases: &[(&str, Value, i64)] = &[
         ("{not json", Value::Null, -32700),
-        (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, json!(1), -32600),
-        (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, Value::Null, -32600),
+        (
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            json!(1),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+            Value::Null,
+            -32600,
+        ),
         (r#"{"jsonrpc":"2.0","id":2}"#, json!(2), -32600),
-        (r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}"#, json!(3), -32600),
-        (r#"{"jsonrpc":"2.0","id":4,"method":"server/discover"}"#, json!(4), -32601),
-        (r#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#, Value::Null, -32600),
-        (r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope"}}"#, json!(6), -32602),
-        (r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"bogus"}}"#, json!(7), -32602),
-        (r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"x://none"}}"#, json!(8), -32601),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}"#,
+            json!(3),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"server/discover"}"#,
+            json!(4),
+            -32601,
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope"}}"#,
+            json!(6),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"bogus"}}"#,
+            json!(7),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"x://none"}}"#,
+            json!(8),
+            -32601,
+        ),
     ];
     for (input, id, code) in cases {
         peer.send_text(input).await;
@@ -381,13 +515,22 @@ async fn malformed_input_is_answered_and_the_connection_keeps_serving() {
         assert_eq!(reply["error"]["code"], *code, "{input} -> {reply}");
     }
     // A response to an unknown id and invalid UTF-8 produce no crash.
-    peer.send_text(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#).await;
+    peer.send_text(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#)
+        .await;
     // An oversized frame is skipped and answered by its id.
-    let big = format!(r#"{{"jsonrpc":"2.0","id":9,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(10_000));
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(10_000)
+    );
     peer.send_text(&big).await;
     let reply = bounded("oversized", peer.recv()).await.expect("reply");
-    assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(9), json!(-32600)), "{reply}");
-    peer.send_text(r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#).await;
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (json!(9), json!(-32600)),
+        "{reply}"
+    );
+    peer.send_text(r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#)
+        .await;
     let reply = bounded("still serving", peer.recv()).await.expect("reply");
     assert_eq!(reply, json!({"jsonrpc":"2.0","id":10,"result":{}}));
 }
@@ -401,7 +544,11 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
         lines: Arc<AtomicUsize>,
     }
     impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counting<W> {
-        fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
             let poll = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
             if let std::task::Poll::Ready(Ok(n)) = &poll {
                 let newlines = buf[..*n].iter().filter(|b| **b == b'\n').count();
@@ -409,11 +556,17 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
             }
             poll
         }
-        fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
             self.flushes.fetch_add(1, Ordering::Relaxed);
             std::pin::Pin::new(&mut self.inner).poll_flush(cx)
         }
-        fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
             std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
         }
     }
@@ -429,13 +582,30 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();
     let (flushes, lines) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let writer = Counting { inner: bw, flushes: flushes.clone(), lines: lines.clone() };
+    let writer = Counting {
+        inner: bw,
+        flushes: flushes.clone(),
+        lines: lines.clone(),
+    };
     let _running = server.serve(StreamTransport::new(br, writer));
-    let client = bounded("connect", Client::builder("t", "1").connect(StreamTransport::new(ar, aw))).await.expect("connect");
-    bounded("burst call", client.call_tool("burst", json!({}))).await.expect("call");
-    let (f, l) = (flushes.load(Ordering::Relaxed), lines.load(Ordering::Relaxed));
+    let client = bounded(
+        "connect",
+        Client::builder("t", "1").connect(StreamTransport::new(ar, aw)),
+    )
+    .await
+    .expect("connect");
+    bounded("burst call", client.call_tool("burst", json!({})))
+        .await
+        .expect("call");
+    let (f, l) = (
+        flushes.load(Ordering::Relaxed),
+        lines.load(Ordering::Relaxed),
+    );
     assert!(l >= 2000, "{l} lines");
-    assert!(f * 10 < l, "{f} flushes for {l} frames: the writer must batch");
+    assert!(
+        f * 10 < l,
+        "{f} flushes for {l} frames: the writer must batch"
+    );
     bounded("close", client.close()).await;
 }
 
@@ -451,15 +621,37 @@ read -r line
 echo "fatal: the model ran out of cheese" >&2
 kill -9 $$
 "#;
-    let child = mcpflow::transport::ChildProcess::builder("sh").arg("-c").arg(script).spawn().expect("spawn sh");
-    let client = bounded("connect", Client::builder("t", "1").connect(child)).await.expect("connect");
-    let err = bounded("the call fails when the child dies", client.call_tool("x", json!({}))).await.expect_err("child died");
-    let SessionError::Closed { reason: CloseReason::Transport(TransportError::ProcessExited { status, stderr_tail }), .. } = &err else {
+    let child = mcpflow::transport::ChildProcess::builder("sh")
+        .arg("-c")
+        .arg(script)
+        .spawn()
+        .expect("spawn sh");
+    let client = bounded("connect", Client::builder("t", "1").connect(child))
+        .await
+        .expect("connect");
+    let err = bounded(
+        "the call fails when the child dies",
+        client.call_tool("x", json!({})),
+    )
+    .await
+    .expect_err("child died");
+    let SessionError::Closed {
+        reason:
+            CloseReason::Transport(TransportError::ProcessExited {
+                status,
+                stderr_tail,
+            }),
+        ..
+    } = &err
+    else {
         panic!("unexpected error: {err}");
     };
     assert!(status.contains("signal: 9"), "{status}");
     assert!(stderr_tail.contains("out of cheese"), "{stderr_tail}");
-    assert!(err.to_string().contains("out of cheese"), "the message carries the stderr tail: {err}");
+    assert!(
+        err.to_string().contains("out of cheese"),
+        "the message carries the stderr tail: {err}"
+    );
     bounded("close", client.close()).await;
 }
 
@@ -481,7 +673,9 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation() {
         .build();
     let (c, s) = pair(Kind::Memory1);
     let running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
     let handle = client.handle();
     let call = tokio::spawn(async move { handle.call_tool("stubborn", json!({})).await });
     bounded("tool started", started.notified()).await;

@@ -1,6 +1,7 @@
 //! The two hangs mcpflow exists to make impossible, and their re-entrant relatives,
 //! each over every transport (memory with capacity 0, 1 and large; newline framing
 //! over a real socket pair, as stdio).
+#![allow(clippy::unwrap_used)] // panics are how tests fail
 
 mod common;
 
@@ -10,8 +11,8 @@ use common::{ALL, Kind, bounded, pair};
 use mcpflow::RequestOptions;
 use mcpflow::client::Client;
 use mcpflow::protocol::{
-    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, LoggingLevel,
-    SamplingMessage, Tool,
+    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
+    LoggingLevel, SamplingMessage, Tool,
 };
 use mcpflow::server::Server;
 use serde_json::json;
@@ -34,7 +35,9 @@ async fn seed_000_progress_before_response(kind: Kind) {
         .build();
     let (c, s) = pair(kind);
     let _running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c)).await.expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
     let options = RequestOptions::new().on_progress(move |p| log.lock().unwrap().push(p.progress));
@@ -44,8 +47,15 @@ async fn seed_000_progress_before_response(kind: Kind) {
     )
     .await
     .expect("call succeeds");
-    assert_eq!(result.content[0].as_text(), Some("Tool finished successfully"));
-    assert_eq!(*seen.lock().unwrap(), vec![0.0, 1.0, 2.0], "all progress, in order, before the result");
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("Tool finished successfully")
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![0.0, 1.0, 2.0],
+        "all progress, in order, before the result"
+    );
     bounded("close", client.close()).await;
 }
 
@@ -84,7 +94,8 @@ async fn seed_001_list_changed_reload_during_call(kind: Kind) {
         let first = peer.recv_until(|m| m["method"] == "tools/list").await;
         peer.send(list(&first["id"], &["mutate"])).await;
         let call = peer.recv_until(|m| m["method"] == "tools/call").await;
-        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})).await;
+        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
+            .await;
         // Withhold the call's result until the client re-lists.
         let relist = peer.recv_until(|m| m["method"] == "tools/list").await;
         peer.send(list(&relist["id"], &["mutate", "added"])).await;
@@ -93,18 +104,35 @@ async fn seed_001_list_changed_reload_during_call(kind: Kind) {
             .await;
         peer
     });
-    let client = bounded("connect", Client::builder("agent", "1").connect(c)).await.expect("connect");
-    let initial = bounded("initial tool load", client.tools()).await.expect("tools");
-    assert_eq!(initial.len(), 1);
-    let result = bounded("seed-001: call returns after the re-list", client.call_tool("mutate", json!({})))
+    let client = bounded("connect", Client::builder("agent", "1").connect(c))
         .await
-        .expect("call succeeds");
+        .expect("connect");
+    let initial = bounded("initial tool load", client.tools())
+        .await
+        .expect("tools");
+    assert_eq!(initial.len(), 1);
+    let result = bounded(
+        "seed-001: call returns after the re-list",
+        client.call_tool("mutate", json!({})),
+    )
+    .await
+    .expect("call succeeds");
     assert_eq!(result.content[0].as_text(), Some("mutated+relisted"));
-    let names: Vec<String> =
-        bounded("refreshed list", client.tools()).await.expect("tools").iter().map(|t| t.name.clone()).collect();
+    let names: Vec<String> = bounded("refreshed list", client.tools())
+        .await
+        .expect("tools")
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert_eq!(names, ["mutate", "added"]);
-    assert_eq!(client.tool_list_fetches(), 2, "the initial load and one refresh");
-    let _peer = bounded("scripted server", server).await.expect("server script");
+    assert_eq!(
+        client.tool_list_fetches(),
+        2,
+        "the initial load and one refresh"
+    );
+    let _peer = bounded("scripted server", server)
+        .await
+        .expect("server script");
     bounded("close", client.close()).await;
 }
 
@@ -134,20 +162,26 @@ async fn notification_handler_awaits_tools_list(kind: Kind) {
     let _running = server.serve(s);
     let reloaded = Arc::new(Notify::new());
     let signal = reloaded.clone();
-    let client = Client::builder("agent", "1")
-        .on_notification(move |n, client| {
-            let signal = signal.clone();
-            async move {
-                if n.method == "notifications/tools/list_changed" {
-                    let tools = client.list_all_tools().await.expect("reload on the lane");
-                    assert_eq!(tools.len(), 1);
-                    signal.notify_one();
-                }
+    let client = Client::builder("agent", "1").on_notification(move |n, client| {
+        let signal = signal.clone();
+        async move {
+            if n.method == "notifications/tools/list_changed" {
+                let tools = client.list_all_tools().await.expect("reload on the lane");
+                assert_eq!(tools.len(), 1);
+                signal.notify_one();
             }
-        });
-    let client = bounded("connect", client.connect(c)).await.expect("connect");
+        }
+    });
+    let client = bounded("connect", client.connect(c))
+        .await
+        .expect("connect");
     let wait = reloaded.notified();
-    let result = bounded("call with list_changed", client.call_tool("mutate", json!({}))).await.expect("call");
+    let result = bounded(
+        "call with list_changed",
+        client.call_tool("mutate", json!({})),
+    )
+    .await
+    .expect("call");
     assert_eq!(result.content[0].as_text(), Some("done"));
     bounded("handler reloaded the tool list", wait).await;
     bounded("close", client.close()).await;
@@ -166,21 +200,37 @@ async fn sampling_during_call_whose_callback_lists_tools(kind: Kind) {
     let server = Server::builder("sampler", "1")
         .tool(tool("ask"), |_args, cx| async move {
             let reply = cx
-                .create_message(CreateMessageRequestParams::new(vec![SamplingMessage::user_text("hi")], 10))
+                .create_message(CreateMessageRequestParams::new(
+                    vec![SamplingMessage::user_text("hi")],
+                    10,
+                ))
                 .await
                 .map_err(|e| mcpflow::server::ToolError::failed(e.to_string()))?;
-            let text = reply.content.blocks()[0].as_text().unwrap_or_default().to_owned();
+            let text = reply.content.blocks()[0]
+                .as_text()
+                .unwrap_or_default()
+                .to_owned();
             Ok(CallToolResult::text(format!("model said: {text}")))
         })
         .build();
     let (c, s) = pair(kind);
     let _running = server.serve(s);
     let client = Client::builder("agent", "1").on_sampling(|_params, client| async move {
-        let tools = client.list_all_tools().await.map_err(|e| mcpflow::protocol::ErrorObject::internal(e))?;
-        Ok(CreateMessageResult::assistant_text("m", format!("{} tools", tools.len())))
+        let tools = client
+            .list_all_tools()
+            .await
+            .map_err(mcpflow::protocol::ErrorObject::internal)?;
+        Ok(CreateMessageResult::assistant_text(
+            "m",
+            format!("{} tools", tools.len()),
+        ))
     });
-    let client = bounded("connect", client.connect(c)).await.expect("connect");
-    let result = bounded("sampling during call", client.call_tool("ask", json!({}))).await.expect("call");
+    let client = bounded("connect", client.connect(c))
+        .await
+        .expect("connect");
+    let result = bounded("sampling during call", client.call_tool("ask", json!({})))
+        .await
+        .expect("call");
     assert_eq!(result.content[0].as_text(), Some("model said: 1 tools"));
     bounded("close", client.close()).await;
 }
@@ -199,7 +249,9 @@ async fn initialize_handler_sends_and_awaits_a_log_notification() {
     for kind in ALL {
         let server = Server::builder("init-logger", "1")
             .on_initialize(|_params, cx| async move {
-                cx.log(LoggingLevel::Info, "initializing").await.map_err(mcpflow::protocol::ErrorObject::internal)?;
+                cx.log(LoggingLevel::Info, "initializing")
+                    .await
+                    .map_err(mcpflow::protocol::ErrorObject::internal)?;
                 Ok(())
             })
             .build();
@@ -214,7 +266,9 @@ async fn initialize_handler_sends_and_awaits_a_log_notification() {
                 signal.notify_one();
             }
         });
-        let client = bounded("connect while initialize logs", client.connect(c)).await.expect("connect");
+        let client = bounded("connect while initialize logs", client.connect(c))
+            .await
+            .expect("connect");
         bounded("the log sent by the initialize handler", logged.notified()).await;
         bounded("close", client.close()).await;
     }
@@ -228,7 +282,9 @@ async fn client_log_handler_awaits_tools_list_before_initialize_result() {
         let server = Server::builder("early-logger", "1")
             .tool(tool("t"), |_a, _c| async { Ok(CallToolResult::text("x")) })
             .on_initialize(|_params, cx| async move {
-                cx.log(LoggingLevel::Info, "early").await.map_err(mcpflow::protocol::ErrorObject::internal)?;
+                cx.log(LoggingLevel::Info, "early")
+                    .await
+                    .map_err(mcpflow::protocol::ErrorObject::internal)?;
                 Ok(())
             })
             .build();
@@ -240,13 +296,21 @@ async fn client_log_handler_awaits_tools_list_before_initialize_result() {
         let client = Client::builder("t", "1").on_log(move |_m, client| {
             let (slot, signal) = (slot.clone(), signal.clone());
             async move {
-                let tools = client.list_all_tools().await.expect("tools/list from the log handler");
+                let tools = client
+                    .list_all_tools()
+                    .await
+                    .expect("tools/list from the log handler");
                 *slot.lock().await = Some(tools.len());
                 signal.notify_one();
             }
         });
         let wait = done.notified();
-        let client = bounded("connect with a re-entrant early log handler", client.connect(c)).await.expect("connect");
+        let client = bounded(
+            "connect with a re-entrant early log handler",
+            client.connect(c),
+        )
+        .await
+        .expect("connect");
         bounded("the log handler's tools/list", wait).await;
         assert_eq!(*listed.lock().await, Some(1));
         bounded("close", client.close()).await;

@@ -16,7 +16,8 @@ use crate::error::SessionError;
 use crate::session::BoxFuture;
 
 /// Fetches every page of one list.
-pub(crate) type Fetch<T> = Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<T>, SessionError>> + Send + Sync>;
+pub(crate) type Fetch<T> =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<T>, SessionError>> + Send + Sync>;
 
 pub(crate) struct ListCache<T> {
     state: Mutex<CacheState<T>>,

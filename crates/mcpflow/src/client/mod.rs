@@ -40,11 +40,12 @@ use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
 use mcpflow_protocol::resources::{Resource, ResourceTemplate, SubscribeRequestParams};
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult,
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, EmptyParams, ErrorCode,
-    ErrorObject, GetPromptRequestParams, GetPromptResult, HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, RequestMethod, Root,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, EmptyParams, ErrorCode, ErrorObject, GetPromptRequestParams, GetPromptResult,
+    HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, RequestMethod, Root,
     SetLevelRequestParams, Tool,
 };
 use serde::Serialize;
@@ -63,20 +64,32 @@ const MAX_PAGES: usize = 1000;
 
 /// Answers `sampling/createMessage`.
 pub type SamplingHandler = Arc<
-    dyn Fn(CreateMessageRequestParams, ClientHandle) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
+    dyn Fn(
+            CreateMessageRequestParams,
+            ClientHandle,
+        ) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
         + Send
         + Sync,
 >;
 /// Answers `elicitation/create` (form and URL modes).
-pub type ElicitationHandler =
-    Arc<dyn Fn(ElicitRequestParams, ClientHandle) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync>;
+pub type ElicitationHandler = Arc<
+    dyn Fn(
+            ElicitRequestParams,
+            ClientHandle,
+        ) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
 /// Answers `roots/list`.
 pub type RootsHandler =
     Arc<dyn Fn(ClientHandle) -> BoxFuture<'static, Result<Vec<Root>, ErrorObject>> + Send + Sync>;
 /// Receives `notifications/message`, on the notification lane.
-pub type LogHandler = Arc<dyn Fn(LoggingMessageNotificationParams, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
+pub type LogHandler = Arc<
+    dyn Fn(LoggingMessageNotificationParams, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync,
+>;
 /// Receives every server notification, on the notification lane, in receive order.
-pub type NotificationHandler = Arc<dyn Fn(Notification, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
+pub type NotificationHandler =
+    Arc<dyn Fn(Notification, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The handshake failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -240,7 +253,9 @@ impl ClientBuilder {
             server: OnceLock::new(),
             caches: OnceLock::new(),
         });
-        let service = Arc::new(ClientService { shared: shared.clone() });
+        let service = Arc::new(ClientService {
+            shared: shared.clone(),
+        });
         let session = Session::start(transport, service, self.config);
         let handle = ClientHandle {
             peer: session.peer().clone(),
@@ -250,7 +265,11 @@ impl ClientBuilder {
         let params = InitializeRequestParams::new(self.protocol_version, capabilities, self.info);
         let init: Result<InitializeResult, SessionError> = handle
             .peer
-            .request(method::INITIALIZE, &params, RequestOptions::new().never_cancel())
+            .request(
+                method::INITIALIZE,
+                &params,
+                RequestOptions::new().never_cancel(),
+            )
             .await;
         let init = match init {
             Ok(init) => init,
@@ -263,12 +282,22 @@ impl ClientBuilder {
             session.close().await;
             return Err(ConnectError::UnsupportedVersion {
                 chosen: init.protocol_version.as_str().to_owned(),
-                supported: HANDSHAKE_VERSIONS.iter().map(ProtocolVersion::as_str).collect::<Vec<_>>().join(", "),
+                supported: HANDSHAKE_VERSIONS
+                    .iter()
+                    .map(ProtocolVersion::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         }
-        handle.peer.set_accept_batches(init.protocol_version.supports_batches());
+        handle
+            .peer
+            .set_accept_batches(init.protocol_version.supports_batches());
         let _ = handle.shared.server.set(init);
-        if let Err(e) = handle.peer.notify_raw(method::INITIALIZED, Some(&EmptyParams::default())).await {
+        if let Err(e) = handle
+            .peer
+            .notify_raw(method::INITIALIZED, Some(&EmptyParams::default()))
+            .await
+        {
             session.close().await;
             return Err(e.into());
         }
@@ -335,7 +364,10 @@ async fn all_pages<T: serde::de::DeserializeOwned>(
             None => PaginatedRequestParams::default(),
         };
         let mut page: Page = peer.request(method, &params, RequestOptions::new()).await?;
-        let list = page.rest.remove(field).unwrap_or(serde_json::Value::Array(Vec::new()));
+        let list = page
+            .rest
+            .remove(field)
+            .unwrap_or(serde_json::Value::Array(Vec::new()));
         let list: Vec<T> = serde_json::from_value(list).map_err(|e| SessionError::Codec {
             method: method.into(),
             detail: format!("unexpected `{field}` entries: {e}"),
@@ -368,7 +400,9 @@ pub struct ClientHandle {
 
 impl fmt::Debug for ClientHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientHandle").field("peer", &self.peer).finish_non_exhaustive()
+        f.debug_struct("ClientHandle")
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
     }
 }
 
@@ -387,7 +421,11 @@ impl ClientHandle {
     ///
     /// # Errors
     /// As [`Peer::request`].
-    pub async fn request<M: RequestMethod>(&self, params: &M::Params, options: RequestOptions) -> Result<M::Result, SessionError> {
+    pub async fn request<M: RequestMethod>(
+        &self,
+        params: &M::Params,
+        options: RequestOptions,
+    ) -> Result<M::Result, SessionError> {
         self.peer.request(M::METHOD, params, options).await
     }
 
@@ -396,16 +434,24 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn ping(&self) -> Result<(), SessionError> {
-        self.request::<methods::Ping>(&EmptyParams::default(), RequestOptions::new()).await.map(drop)
+        self.request::<methods::Ping>(&EmptyParams::default(), RequestOptions::new())
+            .await
+            .map(drop)
     }
 
     /// One page of `tools/list`.
     ///
     /// # Errors
     /// As [`Peer::request`].
-    pub async fn list_tools(&self, cursor: Option<String>) -> Result<mcpflow_protocol::ListToolsResult, SessionError> {
-        let params = cursor.map(PaginatedRequestParams::with_cursor).unwrap_or_default();
-        self.request::<methods::ListTools>(&params, RequestOptions::new()).await
+    pub async fn list_tools(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<mcpflow_protocol::ListToolsResult, SessionError> {
+        let params = cursor
+            .map(PaginatedRequestParams::with_cursor)
+            .unwrap_or_default();
+        self.request::<methods::ListTools>(&params, RequestOptions::new())
+            .await
     }
 
     /// Every page of `tools/list`.
@@ -460,7 +506,11 @@ impl ClientHandle {
     ///
     /// # Errors
     /// As [`Peer::request`]. A tool that fails returns `Ok` with `is_error` set.
-    pub async fn call_tool(&self, name: &str, arguments: serde_json::Value) -> Result<CallToolResult, SessionError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<CallToolResult, SessionError> {
         let mut params = CallToolRequestParams::new(name);
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),
@@ -472,7 +522,8 @@ impl ClientHandle {
                 });
             }
         };
-        self.call_tool_with(&params, RequestOptions::new().with_progress_token()).await
+        self.call_tool_with(&params, RequestOptions::new().with_progress_token())
+            .await
     }
 
     /// Call a tool with explicit options (progress callback, timeouts, `_meta`).
@@ -498,7 +549,9 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<crate::PendingRequest, SessionError> {
         let raw = to_raw(method::TOOLS_CALL, params)?;
-        self.peer.send_request(method::TOOLS_CALL, Some(raw), options.with_progress_token()).await
+        self.peer
+            .send_request(method::TOOLS_CALL, Some(raw), options.with_progress_token())
+            .await
     }
 
     /// Every page of `resources/list`.
@@ -514,7 +567,12 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, SessionError> {
-        all_pages(&self.peer, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await
+        all_pages(
+            &self.peer,
+            method::RESOURCES_TEMPLATES_LIST,
+            "resourceTemplates",
+        )
+        .await
     }
 
     /// `resources/read`.
@@ -522,7 +580,11 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
-        self.request::<methods::ReadResource>(&ReadResourceRequestParams::new(uri), RequestOptions::new()).await
+        self.request::<methods::ReadResource>(
+            &ReadResourceRequestParams::new(uri),
+            RequestOptions::new(),
+        )
+        .await
     }
 
     /// `resources/subscribe`.
@@ -530,7 +592,9 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn subscribe(&self, uri: &str) -> Result<(), SessionError> {
-        self.request::<methods::Subscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new()).await.map(drop)
+        self.request::<methods::Subscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new())
+            .await
+            .map(drop)
     }
 
     /// `resources/unsubscribe`.
@@ -538,7 +602,12 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), SessionError> {
-        self.request::<methods::Unsubscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new()).await.map(drop)
+        self.request::<methods::Unsubscribe>(
+            &SubscribeRequestParams::new(uri),
+            RequestOptions::new(),
+        )
+        .await
+        .map(drop)
     }
 
     /// Every page of `prompts/list`.
@@ -553,16 +622,24 @@ impl ClientHandle {
     ///
     /// # Errors
     /// As [`Peer::request`].
-    pub async fn get_prompt(&self, params: &GetPromptRequestParams) -> Result<GetPromptResult, SessionError> {
-        self.request::<methods::GetPrompt>(params, RequestOptions::new()).await
+    pub async fn get_prompt(
+        &self,
+        params: &GetPromptRequestParams,
+    ) -> Result<GetPromptResult, SessionError> {
+        self.request::<methods::GetPrompt>(params, RequestOptions::new())
+            .await
     }
 
     /// `completion/complete`.
     ///
     /// # Errors
     /// As [`Peer::request`].
-    pub async fn complete(&self, params: &CompleteRequestParams) -> Result<CompleteResult, SessionError> {
-        self.request::<methods::Complete>(params, RequestOptions::new()).await
+    pub async fn complete(
+        &self,
+        params: &CompleteRequestParams,
+    ) -> Result<CompleteResult, SessionError> {
+        self.request::<methods::Complete>(params, RequestOptions::new())
+            .await
     }
 
     /// `logging/setLevel`.
@@ -570,7 +647,9 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), SessionError> {
-        self.request::<methods::SetLevel>(&SetLevelRequestParams::new(level), RequestOptions::new()).await.map(drop)
+        self.request::<methods::SetLevel>(&SetLevelRequestParams::new(level), RequestOptions::new())
+            .await
+            .map(drop)
     }
 
     /// Tell the server the roots changed (`notifications/roots/list_changed`).
@@ -578,7 +657,9 @@ impl ClientHandle {
     /// # Errors
     /// [`SessionError::Closed`] when the connection has ended.
     pub async fn notify_roots_list_changed(&self) -> Result<(), SessionError> {
-        self.peer.notify_raw(method::ROOTS_LIST_CHANGED, Some(&EmptyParams::default())).await
+        self.peer
+            .notify_raw(method::ROOTS_LIST_CHANGED, Some(&EmptyParams::default()))
+            .await
     }
 }
 
@@ -598,7 +679,9 @@ pub struct Client {
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client").field("handle", &self.handle).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("handle", &self.handle)
+            .finish_non_exhaustive()
     }
 }
 
@@ -628,7 +711,11 @@ impl Client {
     /// The server's `initialize` result.
     pub fn server_info(&self) -> &InitializeResult {
         // Set before `connect` returns a `Client`.
-        self.handle.shared.server.get().unwrap_or_else(|| unreachable_server_info())
+        self.handle
+            .shared
+            .server
+            .get()
+            .unwrap_or_else(|| unreachable_server_info())
     }
 
     /// End the connection in order (for a child process: close stdin, wait, `SIGTERM`,
@@ -680,7 +767,11 @@ fn not_supported(what: &str) -> ErrorObject {
 }
 
 impl Service for ClientService {
-    fn handle_request(&self, request: Request, cx: RequestContext) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
         let handlers = self.shared.handlers.clone();
         let handle = self.handle(cx.peer());
         Box::pin(async move {
@@ -700,7 +791,9 @@ impl Service for ClientService {
                     encode(&handler(params, handle).await?)
                 }
                 method::ELICITATION_CREATE => {
-                    let handler = handlers.elicitation.ok_or_else(|| not_supported("elicitation"))?;
+                    let handler = handlers
+                        .elicitation
+                        .ok_or_else(|| not_supported("elicitation"))?;
                     let params: ElicitRequestParams =
                         serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
                     if matches!(params, ElicitRequestParams::Url(_)) && !handlers.url_elicitation {
@@ -731,7 +824,11 @@ impl Service for ClientService {
         }
     }
 
-    fn handle_notification(&self, notification: Notification, peer: Peer) -> BoxFuture<'static, ()> {
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        peer: Peer,
+    ) -> BoxFuture<'static, ()> {
         let handlers = self.shared.handlers.clone();
         let handle = self.handle(&peer);
         Box::pin(async move {

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ErrorObject, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorObject, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParams, ProtocolVersion,
 };
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -27,7 +28,11 @@ pub struct ServerContext {
 }
 
 impl ServerContext {
-    pub(crate) fn new(request: RequestContext, connection: Arc<Connection>, server: Server) -> Self {
+    pub(crate) fn new(
+        request: RequestContext,
+        connection: Arc<Connection>,
+        server: Server,
+    ) -> Self {
         ServerContext {
             request,
             connection,
@@ -74,7 +79,12 @@ impl ServerContext {
     ///
     /// # Errors
     /// [`SessionError::Closed`] when the connection has ended.
-    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), SessionError> {
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), SessionError> {
         self.request.report_progress(progress, total, message).await
     }
 
@@ -83,24 +93,37 @@ impl ServerContext {
     ///
     /// # Errors
     /// [`SessionError::Closed`] when the connection has ended.
-    pub async fn log(&self, level: LoggingLevel, data: impl Into<serde_json::Value>) -> Result<(), SessionError> {
+    pub async fn log(
+        &self,
+        level: LoggingLevel,
+        data: impl Into<serde_json::Value>,
+    ) -> Result<(), SessionError> {
         if level < self.connection.log_level() {
             return Ok(());
         }
         let params = LoggingMessageNotificationParams::new(level, data);
-        self.peer().notify_raw(method::LOGGING_MESSAGE, Some(&params)).await
+        self.peer()
+            .notify_raw(method::LOGGING_MESSAGE, Some(&params))
+            .await
     }
 
     /// Ask the client's model for a completion (`sampling/createMessage`).
     ///
     /// # Errors
     /// [`SessionError::Rejected`] when the client did not declare sampling or refused.
-    pub async fn create_message(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, SessionError> {
+    pub async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, SessionError> {
         if self.client_capabilities().sampling.is_none() {
             return Err(undeclared(method::SAMPLING_CREATE_MESSAGE, "sampling"));
         }
         self.peer()
-            .request(method::SAMPLING_CREATE_MESSAGE, &params, RequestOptions::new())
+            .request(
+                method::SAMPLING_CREATE_MESSAGE,
+                &params,
+                RequestOptions::new(),
+            )
             .await
     }
 
@@ -115,7 +138,10 @@ impl ServerContext {
             _ => caps.supports_form_elicitation(),
         };
         if !declared {
-            return Err(undeclared(method::ELICITATION_CREATE, "this elicitation mode"));
+            return Err(undeclared(
+                method::ELICITATION_CREATE,
+                "this elicitation mode",
+            ));
         }
         self.peer()
             .request(method::ELICITATION_CREATE, &params, RequestOptions::new())
@@ -131,7 +157,10 @@ impl ServerContext {
             return Err(undeclared(method::ROOTS_LIST, "roots"));
         }
         let empty = RawValue::from_string("{}".to_owned()).ok();
-        let raw = self.peer().request_raw(method::ROOTS_LIST, empty, RequestOptions::new()).await?;
+        let raw = self
+            .peer()
+            .request_raw(method::ROOTS_LIST, empty, RequestOptions::new())
+            .await?;
         serde_json::from_str(raw.get()).map_err(|e| SessionError::Codec {
             method: method::ROOTS_LIST.into(),
             detail: e.to_string(),
@@ -144,7 +173,9 @@ impl ServerContext {
     /// # Errors
     /// [`SessionError::Closed`] when the connection has ended.
     pub async fn notify_resource_updated(&self, uri: &str) -> Result<(), SessionError> {
-        self.connection.notify_resource_updated(self.peer(), uri).await
+        self.connection
+            .notify_resource_updated(self.peer(), uri)
+            .await
     }
 }
 

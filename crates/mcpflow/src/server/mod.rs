@@ -35,14 +35,15 @@ use mcpflow_protocol::jsonrpc::{Notification, Request};
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::prompts::{ListPromptsResult, Prompt};
 use mcpflow_protocol::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, Resource, ResourceTemplate, ResourceUpdatedNotificationParams,
-    SubscribeRequestParams,
+    ListResourceTemplatesResult, ListResourcesResult, Resource, ResourceTemplate,
+    ResourceUpdatedNotificationParams, SubscribeRequestParams,
 };
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult, EmptyResult,
-    ErrorCode, ErrorObject, GetPromptRequestParams, GetPromptResult, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResult, ServerCapabilities, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, EmptyResult, ErrorCode, ErrorObject, GetPromptRequestParams, GetPromptResult,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, ServerCapabilities, SetLevelRequestParams, Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -59,8 +60,11 @@ use crate::transport::Transport;
 
 /// Runs before the `initialize` result is sent, with a full context: it may log, and
 /// send and await requests to the client.
-pub type InitializeHook =
-    Arc<dyn Fn(InitializeRequestParams, ServerContext) -> BoxFuture<'static, Result<(), ErrorObject>> + Send + Sync>;
+pub type InitializeHook = Arc<
+    dyn Fn(InitializeRequestParams, ServerContext) -> BoxFuture<'static, Result<(), ErrorObject>>
+        + Send
+        + Sync,
+>;
 /// Called on the notification lane for each client notification the server does not
 /// handle itself (and for `notifications/roots/list_changed`).
 pub type NotificationHook = Arc<dyn Fn(Notification, Peer) -> BoxFuture<'static, ()> + Send + Sync>;
@@ -88,7 +92,9 @@ struct ServerInner {
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Server").field("info", &self.inner.info).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,7 +115,9 @@ pub struct ServerBuilder {
 
 impl fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerBuilder").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -231,7 +239,8 @@ impl ServerBuilder {
 
     /// The finished server.
     pub fn build(self) -> Server {
-        let subscriptions = self.subscriptions && !(self.registry.resources.is_empty() && self.registry.templates.is_empty());
+        let subscriptions = self.subscriptions
+            && !(self.registry.resources.is_empty() && self.registry.templates.is_empty());
         Server {
             inner: Arc::new(ServerInner {
                 info: self.info,
@@ -276,10 +285,17 @@ impl Server {
             connection: connection.clone(),
         });
         let session = Session::start(transport, service, self.inner.config.clone());
-        let mut peers = self.inner.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut peers = self
+            .inner
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         peers.retain(|p| !p.is_closed());
         peers.push(session.peer().clone());
-        RunningServer { session, connection }
+        RunningServer {
+            session,
+            connection,
+        }
     }
 
     /// What the server declares in `initialize`, derived from what is registered.
@@ -310,11 +326,18 @@ impl Server {
     }
 
     fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
-        self.inner.registry.read().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .registry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn update_registry(&self, change: impl FnOnce(&mut Registry)) {
-        let mut registry = self.inner.registry.write().unwrap_or_else(PoisonError::into_inner);
+        let mut registry = self
+            .inner
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         change(&mut registry);
     }
 
@@ -364,7 +387,11 @@ impl Server {
 
     async fn broadcast(&self, notification: &str) {
         let peers: Vec<Peer> = {
-            let mut peers = self.inner.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut peers = self
+                .inner
+                .peers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             peers.retain(|p| !p.is_closed());
             peers.clone()
         };
@@ -433,7 +460,11 @@ impl Connection {
         LEVELS[usize::from(self.log_level.load(Ordering::Relaxed)).min(LEVELS.len() - 1)]
     }
 
-    pub(crate) async fn notify_resource_updated(&self, peer: &Peer, uri: &str) -> Result<(), SessionError> {
+    pub(crate) async fn notify_resource_updated(
+        &self,
+        peer: &Peer,
+        uri: &str,
+    ) -> Result<(), SessionError> {
         let subscribed = self
             .subscriptions
             .lock()
@@ -443,7 +474,8 @@ impl Connection {
             return Ok(());
         }
         let params = ResourceUpdatedNotificationParams::new(uri);
-        peer.notify_raw(method::RESOURCE_UPDATED, Some(&params)).await
+        peer.notify_raw(method::RESOURCE_UPDATED, Some(&params))
+            .await
     }
 }
 
@@ -480,7 +512,11 @@ fn result<T: Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
     serde_json::value::to_raw_value(value).map_err(ErrorObject::internal)
 }
 
-fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+fn page<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<T>, Option<String>), ErrorObject> {
     let start = match cursor {
         None => 0,
         Some(c) => c
@@ -495,7 +531,11 @@ fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec
 }
 
 impl Service for ServerService {
-    fn handle_request(&self, request: Request, cx: RequestContext) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
         let server = self.server.clone();
         let connection = self.connection.clone();
         Box::pin(async move {
@@ -516,7 +556,10 @@ impl Service for ServerService {
             if undeclared {
                 return Err(ErrorObject::new(
                     ErrorCode::METHOD_NOT_FOUND,
-                    format!("method not found: {} (this server declares no such capability)", request.method),
+                    format!(
+                        "method not found: {} (this server declares no such capability)",
+                        request.method
+                    ),
                 ));
             }
             match request.method.as_str() {
@@ -526,17 +569,28 @@ impl Service for ServerService {
                     cx.peer().set_accept_batches(version.supports_batches());
                     let _ = connection.protocol_version.set(version.clone());
                     let _ = connection.client_info.set(params.client_info.clone());
-                    let _ = connection.client_capabilities.set(params.capabilities.clone());
+                    let _ = connection
+                        .client_capabilities
+                        .set(params.capabilities.clone());
                     if let Some(hook) = server.inner.on_initialize.clone() {
                         hook(params, cx.clone()).await?;
                     }
-                    let mut init = InitializeResult::new(version, server.capabilities(), server.inner.info.clone());
+                    let mut init = InitializeResult::new(
+                        version,
+                        server.capabilities(),
+                        server.inner.info.clone(),
+                    );
                     init.instructions = server.inner.instructions.clone();
                     result(&init)
                 }
                 method::TOOLS_LIST => {
                     let p: PaginatedRequestParams = params(raw)?;
-                    let tools: Vec<Tool> = server.registry().tools.iter().map(|t| t.tool.clone()).collect();
+                    let tools: Vec<Tool> = server
+                        .registry()
+                        .tools
+                        .iter()
+                        .map(|t| t.tool.clone())
+                        .collect();
                     let (tools, next) = page(&tools, p.cursor.as_deref(), size)?;
                     let mut list = ListToolsResult::new(tools);
                     list.next_cursor = next;
@@ -550,7 +604,9 @@ impl Service for ServerService {
                         .iter()
                         .find(|t| t.tool.name == p.name)
                         .map(|t| t.handler.clone())
-                        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", p.name)))?;
+                        .ok_or_else(|| {
+                            ErrorObject::invalid_params(format!("unknown tool: {}", p.name))
+                        })?;
                     match handler(p.arguments.unwrap_or_default(), cx).await {
                         Ok(call) => result(&call),
                         Err(ToolError::Failed(message)) => result(&CallToolResult::error(message)),
@@ -559,7 +615,12 @@ impl Service for ServerService {
                 }
                 method::RESOURCES_LIST => {
                     let p: PaginatedRequestParams = params(raw)?;
-                    let items: Vec<Resource> = server.registry().resources.iter().map(|r| r.resource.clone()).collect();
+                    let items: Vec<Resource> = server
+                        .registry()
+                        .resources
+                        .iter()
+                        .map(|r| r.resource.clone())
+                        .collect();
                     let (resources, next_cursor) = page(&items, p.cursor.as_deref(), size)?;
                     result(&ListResourcesResult {
                         resources,
@@ -569,9 +630,14 @@ impl Service for ServerService {
                 }
                 method::RESOURCES_TEMPLATES_LIST => {
                     let p: PaginatedRequestParams = params(raw)?;
-                    let items: Vec<ResourceTemplate> =
-                        server.registry().templates.iter().map(|t| t.template.clone()).collect();
-                    let (resource_templates, next_cursor) = page(&items, p.cursor.as_deref(), size)?;
+                    let items: Vec<ResourceTemplate> = server
+                        .registry()
+                        .templates
+                        .iter()
+                        .map(|t| t.template.clone())
+                        .collect();
+                    let (resource_templates, next_cursor) =
+                        page(&items, p.cursor.as_deref(), size)?;
                     result(&ListResourceTemplatesResult {
                         resource_templates,
                         next_cursor,
@@ -582,8 +648,11 @@ impl Service for ServerService {
                     let p: ReadResourceRequestParams = required_params(raw)?;
                     let found = server.registry().find_resource(&p.uri);
                     let (handler, vars) = found.ok_or_else(|| {
-                        ErrorObject::new(ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {}", p.uri))
-                            .with_data(serde_json::json!({ "uri": p.uri }))
+                        ErrorObject::new(
+                            ErrorCode::RESOURCE_NOT_FOUND,
+                            format!("resource not found: {}", p.uri),
+                        )
+                        .with_data(serde_json::json!({ "uri": p.uri }))
                     })?;
                     result(&handler(p.uri, vars, cx).await?)
                 }
@@ -592,7 +661,10 @@ impl Service for ServerService {
                         return Err(ErrorObject::method_not_found(&request.method));
                     }
                     let p: SubscribeRequestParams = required_params(raw)?;
-                    let mut subs = connection.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut subs = connection
+                        .subscriptions
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
                     if request.method == method::RESOURCES_SUBSCRIBE {
                         subs.insert(p.uri);
                     } else {
@@ -602,7 +674,12 @@ impl Service for ServerService {
                 }
                 method::PROMPTS_LIST => {
                     let p: PaginatedRequestParams = params(raw)?;
-                    let items: Vec<Prompt> = server.registry().prompts.iter().map(|p| p.prompt.clone()).collect();
+                    let items: Vec<Prompt> = server
+                        .registry()
+                        .prompts
+                        .iter()
+                        .map(|p| p.prompt.clone())
+                        .collect();
                     let (prompts, next_cursor) = page(&items, p.cursor.as_deref(), size)?;
                     result(&ListPromptsResult {
                         prompts,
@@ -618,7 +695,9 @@ impl Service for ServerService {
                         .iter()
                         .find(|e| e.prompt.name == p.name)
                         .cloned()
-                        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)))?;
+                        .ok_or_else(|| {
+                            ErrorObject::invalid_params(format!("unknown prompt: {}", p.name))
+                        })?;
                     let args = p.arguments.unwrap_or_default();
                     for arg in entry.prompt.arguments.iter().flatten() {
                         if arg.required == Some(true) && !args.contains_key(&arg.name) {
@@ -645,7 +724,9 @@ impl Service for ServerService {
                     }
                     let p: SetLevelRequestParams = required_params(raw)?;
                     let index = LEVELS.iter().position(|l| *l == p.level).unwrap_or(0);
-                    connection.log_level.store(u8::try_from(index).unwrap_or(0), Ordering::Relaxed);
+                    connection
+                        .log_level
+                        .store(u8::try_from(index).unwrap_or(0), Ordering::Relaxed);
                     result(&EmptyResult::default())
                 }
                 other => Err(ErrorObject::method_not_found(other)),
@@ -653,7 +734,11 @@ impl Service for ServerService {
         })
     }
 
-    fn handle_notification(&self, notification: Notification, peer: Peer) -> BoxFuture<'static, ()> {
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        peer: Peer,
+    ) -> BoxFuture<'static, ()> {
         if notification.method == method::INITIALIZED {
             self.connection.initialized.store(true, Ordering::Release);
         }

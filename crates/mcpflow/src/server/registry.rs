@@ -8,8 +8,8 @@ use std::sync::Arc;
 use mcpflow_protocol::prompts::Prompt;
 use mcpflow_protocol::resources::{Resource, ResourceTemplate};
 use mcpflow_protocol::{
-    CallToolResult, CompleteRequestParams, CompleteResult, ErrorObject, GetPromptResult, JsonObject,
-    ReadResourceResult, Tool,
+    CallToolResult, CompleteRequestParams, CompleteResult, ErrorObject, GetPromptResult,
+    JsonObject, ReadResourceResult, Tool,
 };
 
 use super::context::ServerContext;
@@ -41,23 +41,36 @@ impl ToolError {
 }
 
 /// Runs a tool: arguments in, result out.
-pub type ToolHandler =
-    Arc<dyn Fn(JsonObject, ServerContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>> + Send + Sync>;
+pub type ToolHandler = Arc<
+    dyn Fn(JsonObject, ServerContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
+        + Send
+        + Sync,
+>;
 /// Reads a resource: its URI and, for a template, the template's variables.
 pub type ResourceHandler = Arc<
-    dyn Fn(String, HashMap<String, String>, ServerContext) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+    dyn Fn(
+            String,
+            HashMap<String, String>,
+            ServerContext,
+        ) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
         + Send
         + Sync,
 >;
 /// Renders a prompt from its arguments.
 pub type PromptHandler = Arc<
-    dyn Fn(BTreeMap<String, String>, ServerContext) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
+    dyn Fn(
+            BTreeMap<String, String>,
+            ServerContext,
+        ) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
         + Send
         + Sync,
 >;
 /// Answers `completion/complete`.
 pub type CompletionHandler = Arc<
-    dyn Fn(CompleteRequestParams, ServerContext) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
+    dyn Fn(
+            CompleteRequestParams,
+            ServerContext,
+        ) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
         + Send
         + Sync,
 >;
@@ -97,13 +110,20 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) fn upsert_tool(&mut self, entry: ToolEntry) {
-        match self.tools.iter_mut().find(|t| t.tool.name == entry.tool.name) {
+        match self
+            .tools
+            .iter_mut()
+            .find(|t| t.tool.name == entry.tool.name)
+        {
             Some(existing) => *existing = entry,
             None => self.tools.push(entry),
         }
     }
 
-    pub(crate) fn find_resource(&self, uri: &str) -> Option<(ResourceHandler, HashMap<String, String>)> {
+    pub(crate) fn find_resource(
+        &self,
+        uri: &str,
+    ) -> Option<(ResourceHandler, HashMap<String, String>)> {
         if let Some(r) = self.resources.iter().find(|r| r.resource.uri == uri) {
             return Some((r.handler.clone(), HashMap::new()));
         }
@@ -132,7 +152,11 @@ pub(crate) fn match_template(template: &str, uri: &str) -> Option<HashMap<String
                 let next_literal_end = rest_t.find('{').unwrap_or(rest_t.len());
                 let next_literal = &rest_t[..next_literal_end];
                 let value_end = if next_literal.is_empty() {
-                    if rest_t.is_empty() { rest_u.len() } else { rest_u.find('/').unwrap_or(rest_u.len()) }
+                    if rest_t.is_empty() {
+                        rest_u.len()
+                    } else {
+                        rest_u.find('/').unwrap_or(rest_u.len())
+                    }
                 } else {
                     rest_u.find(next_literal)?
                 };
@@ -140,7 +164,10 @@ pub(crate) fn match_template(template: &str, uri: &str) -> Option<HashMap<String
                 if value.is_empty() || (!rest_t.is_empty() && value.contains('/')) {
                     return None;
                 }
-                vars.insert(name.trim_start_matches(['+', '#']).to_owned(), value.to_owned());
+                vars.insert(
+                    name.trim_start_matches(['+', '#']).to_owned(),
+                    value.to_owned(),
+                );
                 rest_u = &rest_u[value_end..];
             }
         }
@@ -153,7 +180,8 @@ mod tests {
 
     #[test]
     fn templates_match_their_variables() {
-        let vars = match_template("test://template/{id}/data", "test://template/123/data").expect("match");
+        let vars =
+            match_template("test://template/{id}/data", "test://template/123/data").expect("match");
         assert_eq!(vars["id"], "123");
         assert!(match_template("test://template/{id}/data", "test://template/1/2/data").is_none());
         assert!(match_template("test://template/{id}/data", "test://template//data").is_none());

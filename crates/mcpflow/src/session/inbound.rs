@@ -41,7 +41,11 @@ pub(crate) enum Refusal {
 }
 
 impl Inbound {
-    pub(crate) fn new(max_concurrent: usize, queue_capacity: usize, cancel_grace: std::time::Duration) -> Arc<Self> {
+    pub(crate) fn new(
+        max_concurrent: usize,
+        queue_capacity: usize,
+        cancel_grace: std::time::Duration,
+    ) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(max_concurrent)),
@@ -145,18 +149,21 @@ impl Inbound {
                 )
             }
         };
-        let _ = peer.send_message(reply, FrameKind::Response(Some(id))).await;
+        let _ = peer
+            .send_message(reply, FrameKind::Response(Some(id)))
+            .await;
     }
 
     /// `notifications/cancelled` from the peer: trip that request's token.
     pub(crate) fn cancel(&self, id: &RequestId) -> bool {
         let running = self.running();
-        let found = running
-            .get(id)
-            .or_else(|| {
-                let n = id.correlation_number()?;
-                running.iter().find(|(k, _)| k.correlation_number() == Some(n)).map(|(_, t)| t)
-            });
+        let found = running.get(id).or_else(|| {
+            let n = id.correlation_number()?;
+            running
+                .iter()
+                .find(|(k, _)| k.correlation_number() == Some(n))
+                .map(|(_, t)| t)
+        });
         match found {
             Some(token) => {
                 token.cancel();
@@ -173,7 +180,9 @@ impl Inbound {
                 id.clone(),
                 ErrorObject::new(
                     ErrorCode::INVALID_REQUEST,
-                    format!("request id {id} is already in flight; ids must be unique among pending requests"),
+                    format!(
+                        "request id {id} is already in flight; ids must be unique among pending requests"
+                    ),
                 ),
             ),
             Refusal::Busy(id) => (
@@ -213,14 +222,20 @@ impl Inbound {
                 return;
             }
         }
-        tracing::warn!(left = tasks.len(), "request handlers ignored cancellation; aborting them");
+        tracing::warn!(
+            left = tasks.len(),
+            "request handlers ignored cancellation; aborting them"
+        );
         tasks.shutdown().await;
     }
 
     /// Abort everything now (the session was dropped).
     pub(crate) fn abort_all(&self) {
         self.root.cancel();
-        self.tasks.lock().unwrap_or_else(PoisonError::into_inner).abort_all();
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .abort_all();
     }
 }
 
@@ -323,6 +338,8 @@ impl RequestContext {
             total,
             message,
         };
-        self.peer.notify_raw("notifications/progress", Some(&params)).await
+        self.peer
+            .notify_raw("notifications/progress", Some(&params))
+            .await
     }
 }

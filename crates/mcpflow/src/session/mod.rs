@@ -82,7 +82,8 @@ pub trait Service: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
 
     /// Handle one notification from the peer (on the lane).
-    fn handle_notification(&self, notification: Notification, peer: Peer) -> BoxFuture<'static, ()>;
+    fn handle_notification(&self, notification: Notification, peer: Peer)
+    -> BoxFuture<'static, ()>;
 
     /// Look at a notification as it is read, before it is queued on the lane. Runs on
     /// the reader: cheap, synchronous bookkeeping only (mark a cache stale).
@@ -111,7 +112,11 @@ impl Shared {
     /// request, stop the reader, and let the lane drain.
     pub(crate) fn shutdown(&self, reason: CloseReason) {
         let _ = self.reason.set(reason);
-        let reason = self.reason.get().cloned().unwrap_or(CloseReason::ClosedLocally);
+        let reason = self
+            .reason
+            .get()
+            .cloned()
+            .unwrap_or(CloseReason::ClosedLocally);
         self.pending.close(&reason);
         self.lane.close();
         self.reader_stop.cancel();
@@ -119,7 +124,10 @@ impl Shared {
     }
 
     fn close_reason(&self) -> CloseReason {
-        self.reason.get().cloned().unwrap_or(CloseReason::ClosedLocally)
+        self.reason
+            .get()
+            .cloned()
+            .unwrap_or(CloseReason::ClosedLocally)
     }
 
     fn courtesy_cancel(&self, id: i64, reason: &str, related: Option<RequestId>) {
@@ -128,7 +136,10 @@ impl Shared {
             return;
         };
         let frame = Outbound {
-            bytes: serialize(&Message::notification("notifications/cancelled", Some(params))),
+            bytes: serialize(&Message::notification(
+                "notifications/cancelled",
+                Some(params),
+            )),
             meta: FrameMeta {
                 kind: FrameKind::Notification,
                 related,
@@ -146,7 +157,10 @@ impl Shared {
 pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
     Outbound {
         bytes: serialize(message),
-        meta: FrameMeta { kind, related: None },
+        meta: FrameMeta {
+            kind,
+            related: None,
+        },
     }
 }
 
@@ -190,7 +204,12 @@ impl Peer {
     /// [`SessionError::Rejected`] with the peer's error, [`SessionError::Timeout`],
     /// [`SessionError::Closed`] when the connection ends first, or
     /// [`SessionError::Codec`] when params or result do not (de)serialize.
-    pub async fn request<P, R>(&self, method: &str, params: &P, options: RequestOptions) -> Result<R, SessionError>
+    pub async fn request<P, R>(
+        &self,
+        method: &str,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<R, SessionError>
     where
         P: Serialize + ?Sized,
         R: DeserializeOwned,
@@ -216,7 +235,10 @@ impl Peer {
         params: Option<Box<RawValue>>,
         options: RequestOptions,
     ) -> Result<Box<RawValue>, SessionError> {
-        self.send_request(method, params, options).await?.response().await
+        self.send_request(method, params, options)
+            .await?
+            .response()
+            .await
     }
 
     /// Send a request and return its [`PendingRequest`], to read progress as a stream
@@ -243,10 +265,14 @@ impl Peer {
         };
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (params, alias) = with_meta(method, params, &options, id)?;
-        let events = self.shared.pending.insert(id, alias).map_err(|reason| SessionError::Closed {
-            method: method.into(),
-            reason,
-        })?;
+        let events =
+            self.shared
+                .pending
+                .insert(id, alias)
+                .map_err(|reason| SessionError::Closed {
+                    method: method.into(),
+                    reason,
+                })?;
         let mut pending = PendingRequest {
             id,
             method: method.into(),
@@ -293,7 +319,11 @@ impl Peer {
     /// # Errors
     /// [`SessionError::Closed`] when the connection has ended, [`SessionError::Codec`]
     /// when the params do not serialize.
-    pub async fn notify_raw<P: Serialize + ?Sized>(&self, method: &str, params: Option<&P>) -> Result<(), SessionError> {
+    pub async fn notify_raw<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SessionError> {
         let params = params
             .map(serde_json::value::to_raw_value)
             .transpose()
@@ -301,15 +331,22 @@ impl Peer {
                 method: method.into(),
                 detail: format!("params do not serialize: {e}"),
             })?;
-        self.send_message(Message::notification(method, params), FrameKind::Notification)
-            .await
-            .map_err(|reason| SessionError::Closed {
-                method: method.into(),
-                reason,
-            })
+        self.send_message(
+            Message::notification(method, params),
+            FrameKind::Notification,
+        )
+        .await
+        .map_err(|reason| SessionError::Closed {
+            method: method.into(),
+            reason,
+        })
     }
 
-    pub(crate) async fn send_message(&self, message: Message, kind: FrameKind) -> Result<(), CloseReason> {
+    pub(crate) async fn send_message(
+        &self,
+        message: Message,
+        kind: FrameKind,
+    ) -> Result<(), CloseReason> {
         let frame = Outbound {
             bytes: serialize(&message),
             meta: FrameMeta {
@@ -518,7 +555,8 @@ impl PendingRequest {
         self.finished = true;
         self.shared.pending.remove(self.id);
         if self.cancellable && !self.shared.ended.is_cancelled() {
-            self.shared.courtesy_cancel(self.id, reason, self.related.clone());
+            self.shared
+                .courtesy_cancel(self.id, reason, self.related.clone());
         }
     }
 }
@@ -541,20 +579,30 @@ pub struct Session {
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Session").field("peer", &self.peer).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
     }
 }
 
 impl Session {
     /// Start the engine on `transport`: reader, writer and notification lane run from
     /// now on, before any handshake.
-    pub fn start<T: Transport>(transport: T, service: Arc<dyn Service>, config: SessionConfig) -> Session {
+    pub fn start<T: Transport>(
+        transport: T,
+        service: Arc<dyn Service>,
+        config: SessionConfig,
+    ) -> Session {
         let (reader, writer) = transport.split();
         let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
         // The control queue holds the reader's own replies; sized so a peer must flood
         // us while not reading before one is dropped.
         let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
-        let inbound = Inbound::new(config.max_concurrent_requests.get(), config.request_queue_capacity, config.close_grace);
+        let inbound = Inbound::new(
+            config.max_concurrent_requests.get(),
+            config.request_queue_capacity,
+            config.close_grace,
+        );
         let lane = NotificationLane::new(config.notification_lane_capacity.get());
         let shared = Arc::new(Shared {
             config,
@@ -611,7 +659,10 @@ impl Session {
     pub async fn close(mut self) {
         let shared = self.peer.shared.clone();
         let grace = shared.config.close_grace;
-        let peer_ended = shared.reason.get().is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
+        let peer_ended = shared
+            .reason
+            .get()
+            .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
         shared.reader_stop.cancel();
         if let Some(reader) = self.reader.take() {
             join_bounded(reader, grace, "reader").await;
@@ -647,7 +698,10 @@ impl Drop for Session {
         let shared = &self.peer.shared;
         shared.shutdown(CloseReason::ClosedLocally);
         shared.inbound.abort_all();
-        for handle in [self.reader.take(), self.lane.take(), self.writer.take()].into_iter().flatten() {
+        for handle in [self.reader.take(), self.lane.take(), self.writer.take()]
+            .into_iter()
+            .flatten()
+        {
             handle.abort();
         }
     }

@@ -123,17 +123,26 @@ impl Router {
             }
             Message::Error(e) => match e.id {
                 Some(id) => {
-                    if !self.shared.pending.complete(&id, Err(Failure::Rejected(e.error))) {
+                    if !self
+                        .shared
+                        .pending
+                        .complete(&id, Err(Failure::Rejected(e.error)))
+                    {
                         tracing::debug!(%id, "ignored an error response to an unknown or finished request");
                     }
                 }
-                None => tracing::warn!(error = %e.error, "the peer reported an error about an unreadable message"),
+                None => {
+                    tracing::warn!(error = %e.error, "the peer reported an error about an unreadable message")
+                }
             },
             Message::Notification(n) => self.notification(n),
             Message::Request(r) if r.method == "ping" => {
                 let empty = RawValue::from_string("{}".to_owned());
                 if let Ok(empty) = empty {
-                    replies.push(super::outbound(&Message::response(r.id.clone(), empty), FrameKind::Response(Some(r.id))));
+                    replies.push(super::outbound(
+                        &Message::response(r.id.clone(), empty),
+                        FrameKind::Response(Some(r.id)),
+                    ));
                 }
             }
             Message::Request(r) => {
@@ -158,12 +167,15 @@ impl Router {
                     if self.shared.pending.progress(&token, params.to_owned()) {
                         return;
                     }
-                    if token.parse::<i64>().is_ok_and(|t| t < self.shared.next_id.load(Ordering::Relaxed)) {
+                    if token
+                        .parse::<i64>()
+                        .is_ok_and(|t| t < self.shared.next_id.load(Ordering::Relaxed))
+                    {
                         tracing::debug!(%token, "ignored progress for a finished request");
                         return;
                     }
                 }
-                self.to_lane(n);
+                self.enqueue_on_lane(n);
             }
             "notifications/cancelled" => {
                 #[derive(Deserialize)]
@@ -180,16 +192,18 @@ impl Router {
                     Some(id) if self.shared.inbound.cancel(&id) => {
                         tracing::debug!(%id, "the peer cancelled a request");
                     }
-                    Some(id) => tracing::debug!(%id, "ignored a cancellation of an unknown or finished request"),
+                    Some(id) => {
+                        tracing::debug!(%id, "ignored a cancellation of an unknown or finished request")
+                    }
                     None => tracing::debug!("ignored a cancellation without a readable requestId"),
                 }
-                self.to_lane(n);
+                self.enqueue_on_lane(n);
             }
-            _ => self.to_lane(n),
+            _ => self.enqueue_on_lane(n),
         }
     }
 
-    fn to_lane(&mut self, n: Notification) {
+    fn enqueue_on_lane(&mut self, n: Notification) {
         self.service.observe_notification(&n, &self.peer);
         self.shared.lane.push(n);
     }
@@ -230,7 +244,10 @@ fn sniff_request_id(prefix: &[u8]) -> Option<RequestId> {
     })?;
     let at = text.find("\"id\"")?;
     let before = &text[..at];
-    if before.matches('{').count() != 1 || before.contains('[') || !before.trim_start().starts_with('{') {
+    if before.matches('{').count() != 1
+        || before.contains('[')
+        || !before.trim_start().starts_with('{')
+    {
         return None;
     }
     let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();

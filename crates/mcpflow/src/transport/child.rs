@@ -125,7 +125,9 @@ impl ChildProcessBuilder {
         };
         let mut child = command.spawn().map_err(spawn_error)?;
         let missing = || {
-            spawn_error(std::io::Error::other("the child's stdio pipes were not created"))
+            spawn_error(std::io::Error::other(
+                "the child's stdio pipes were not created",
+            ))
         };
         let stdin = child.stdin.take().ok_or_else(missing)?;
         let stdout = child.stdout.take().ok_or_else(missing)?;

@@ -103,7 +103,11 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                     if pending > self.max_frame_bytes {
                         // Too long already: remember its head, drop the rest as it comes.
                         let entry = self.skipping.get_or_insert_with(|| {
-                            (0, self.buf[self.start..self.start + PREFIX_KEPT.min(pending)].to_vec())
+                            (
+                                0,
+                                self.buf[self.start..self.start + PREFIX_KEPT.min(pending)]
+                                    .to_vec(),
+                            )
                         });
                         entry.0 += pending;
                         self.start = self.buf.len();

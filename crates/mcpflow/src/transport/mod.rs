@@ -79,7 +79,9 @@ pub trait FrameReader: Send + 'static {
     ///
     /// Must be cancel-safe: the session calls it inside `select!`, and a frame must not
     /// be lost when the call is dropped before it completes.
-    fn read_frame(&mut self) -> impl Future<Output = Result<Option<InboundFrame>, TransportError>> + Send;
+    fn read_frame(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<InboundFrame>, TransportError>> + Send;
 }
 
 /// The sending half of a transport.

@@ -5,7 +5,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use mcpflow::transport::{FrameMeta, FrameKind, FrameReader, FrameWriter, InboundFrame, MemoryTransport, StreamTransport, Transport};
+use mcpflow::transport::{
+    FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport, StreamTransport,
+    Transport,
+};
 use serde_json::Value;
 
 /// Every wait in a test goes through here: a deadlock fails with the scenario's name.
@@ -100,7 +103,11 @@ impl FrameReader for AnyReader {
 }
 
 impl FrameWriter for AnyWriter {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), mcpflow::TransportError> {
+    async fn write_frame(
+        &mut self,
+        frame: &[u8],
+        meta: &FrameMeta,
+    ) -> Result<(), mcpflow::TransportError> {
         match self {
             AnyWriter::Memory(w) => w.write_frame(frame, meta).await,
             AnyWriter::Stream(w) => w.write_frame(frame, meta).await,
@@ -133,8 +140,14 @@ impl RawPeer {
     }
 
     pub async fn send_text(&mut self, text: &str) {
-        let meta = FrameMeta { kind: FrameKind::Notification, related: None };
-        self.writer.write_frame(text.as_bytes(), &meta).await.expect("raw peer write");
+        let meta = FrameMeta {
+            kind: FrameKind::Notification,
+            related: None,
+        };
+        self.writer
+            .write_frame(text.as_bytes(), &meta)
+            .await
+            .expect("raw peer write");
         self.writer.flush().await.expect("raw peer flush");
     }
 
@@ -145,7 +158,9 @@ impl RawPeer {
     /// The next message, parsed; `None` at end of stream.
     pub async fn recv(&mut self) -> Option<Value> {
         match self.reader.read_frame().await.expect("raw peer read")? {
-            InboundFrame::Message(bytes) => Some(serde_json::from_slice(&bytes).expect("peer sent JSON")),
+            InboundFrame::Message(bytes) => {
+                Some(serde_json::from_slice(&bytes).expect("peer sent JSON"))
+            }
             other => panic!("unexpected frame {other:?}"),
         }
     }
@@ -168,6 +183,7 @@ impl RawPeer {
             "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": true}, "logging": {}},
                         "serverInfo": {"name": "raw", "version": "0"}}
         })).await;
-        self.recv_until(|m| m["method"] == "notifications/initialized").await;
+        self.recv_until(|m| m["method"] == "notifications/initialized")
+            .await;
     }
 }
