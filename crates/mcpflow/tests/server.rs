@@ -1,0 +1,194 @@
+//! The server: capabilities derived from what is registered, resources and templates,
+//! subscriptions, log levels.
+#![allow(clippy::unwrap_used)] // panics are how tests fail
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Kind, RawPeer, bounded, pair};
+use mcpflow::client::Client;
+use mcpflow::protocol::resources::{Resource, ResourceTemplate};
+use mcpflow::protocol::{CallToolResult, LoggingLevel, ReadResourceResult, ResourceContents, Tool};
+use mcpflow::server::Server;
+use serde_json::json;
+use tokio::sync::Notify;
+
+#[tokio::test]
+async fn capabilities_follow_what_is_registered() {
+    let bare = Server::builder("bare", "1")
+        .logging(false)
+        .build()
+        .capabilities();
+    assert!(
+        bare.tools.is_none()
+            && bare.resources.is_none()
+            && bare.prompts.is_none()
+            && bare.logging.is_none()
+    );
+    let full = Server::builder("full", "1")
+        .tool(
+            Tool::new("t", "d", Tool::empty_input_schema()),
+            |_a, _c| async { Ok(CallToolResult::text("x")) },
+        )
+        .resource(Resource::new("x://a", "a"), |uri, _c| async move {
+            Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                uri, "a",
+            )]))
+        })
+        .completion(|_p, _c| async { Ok(mcpflow::protocol::CompleteResult::new(vec![])) })
+        .build()
+        .capabilities();
+    assert_eq!(full.tools.unwrap().list_changed, Some(true));
+    let resources = full.resources.unwrap();
+    assert_eq!(
+        (resources.subscribe, resources.list_changed),
+        (Some(true), Some(true))
+    );
+    assert!(full.logging.is_some() && full.completions.is_some() && full.prompts.is_none());
+}
+
+#[tokio::test]
+async fn resources_templates_and_subscriptions() {
+    let server = Server::builder("res", "1")
+        .resource(
+            Resource::new("test://static", "static").with_mime_type("text/plain"),
+            |uri, _c| async move {
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                    uri,
+                    "static text",
+                )]))
+            },
+        )
+        .resource_template(
+            ResourceTemplate::new("test://items/{id}/data", "item"),
+            |uri, vars, _c| async move {
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                    uri,
+                    format!("item {}", vars["id"]),
+                )]))
+            },
+        )
+        .tool(
+            Tool::new("touch", "update a resource", Tool::empty_input_schema()),
+            |_a, cx| async move {
+                let _ = cx.notify_resource_updated("test://static").await;
+                Ok(CallToolResult::text("touched"))
+            },
+        )
+        .build();
+    let (c, s) = pair(Kind::Memory0);
+    let _running = server.serve(s);
+    let updated = Arc::new(Notify::new());
+    let signal = updated.clone();
+    let client = Client::builder("t", "1").on_notification(move |n, _c| {
+        let signal = signal.clone();
+        async move {
+            if n.method == "notifications/resources/updated" {
+                signal.notify_one();
+            }
+        }
+    });
+    let client = bounded("connect", client.connect(c))
+        .await
+        .expect("connect");
+    let read = bounded("read", client.read_resource("test://static"))
+        .await
+        .expect("read");
+    assert!(matches!(&read.contents[0], ResourceContents::Text(t) if t.text == "static text"));
+    let item = bounded("template", client.read_resource("test://items/42/data"))
+        .await
+        .expect("template");
+    assert!(matches!(&item.contents[0], ResourceContents::Text(t) if t.text == "item 42"));
+    let err = bounded("unknown", client.read_resource("test://nope"))
+        .await
+        .expect_err("not found");
+    assert_eq!(err.rejection().map(|e| e.code.0), Some(-32002));
+    assert_eq!(
+        bounded("templates", client.list_all_resource_templates())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    bounded("subscribe", client.subscribe("test://static"))
+        .await
+        .expect("subscribe");
+    let wait = updated.notified();
+    bounded("touch", client.call_tool("touch", json!({})))
+        .await
+        .expect("call");
+    bounded("resources/updated after subscribe", wait).await;
+    bounded("unsubscribe", client.unsubscribe("test://static"))
+        .await
+        .expect("unsubscribe");
+    bounded("close", client.close()).await;
+}
+
+/// `logging/setLevel` filters what the server sends.
+#[tokio::test]
+async fn log_level_filters_messages() {
+    let server = Server::builder("logger", "1")
+        .tool(
+            Tool::new("log", "logs twice", Tool::empty_input_schema()),
+            |_a, cx| async move {
+                let _ = cx.log(LoggingLevel::Debug, "debug").await;
+                let _ = cx.log(LoggingLevel::Error, "error").await;
+                Ok(CallToolResult::text("ok"))
+            },
+        )
+        .build();
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server.serve(s);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Client::builder("t", "1").on_log(move |m, _c| {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(m.data);
+        }
+    });
+    let client = bounded("connect", client.connect(c))
+        .await
+        .expect("connect");
+    bounded("call", client.call_tool("log", json!({})))
+        .await
+        .expect("call");
+    assert_eq!(bounded("first", rx.recv()).await.unwrap(), json!("debug"));
+    assert_eq!(bounded("second", rx.recv()).await.unwrap(), json!("error"));
+    bounded("set level", client.set_logging_level(LoggingLevel::Warning))
+        .await
+        .expect("setLevel");
+    bounded("call", client.call_tool("log", json!({})))
+        .await
+        .expect("call");
+    assert_eq!(
+        bounded("only the error", rx.recv()).await.unwrap(),
+        json!("error")
+    );
+    bounded("close", client.close()).await;
+}
+
+/// A server keeps answering requests that arrive before `initialize` and answers
+/// `ping` at any time.
+#[tokio::test]
+async fn requests_before_initialize_are_served() {
+    let server = Server::builder("early", "1")
+        .tool(
+            Tool::new("t", "d", Tool::empty_input_schema()),
+            |_a, _c| async { Ok(CallToolResult::text("x")) },
+        )
+        .build();
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server.serve(s);
+    let mut peer = RawPeer::new(c);
+    peer.send(json!({"jsonrpc":"2.0","id":"p","method":"ping"}))
+        .await;
+    assert_eq!(
+        bounded("ping", peer.recv()).await.unwrap(),
+        json!({"jsonrpc":"2.0","id":"p","result":{}})
+    );
+    peer.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}))
+        .await;
+    let list = bounded("tools/list", peer.recv()).await.unwrap();
+    assert_eq!(list["result"]["tools"][0]["name"], "t");
+}

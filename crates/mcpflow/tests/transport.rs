@@ -1,0 +1,131 @@
+//! Transports: the child process's shutdown order and exit reporting, the in-memory
+//! rendezvous.
+#![allow(clippy::unwrap_used)] // panics are how tests fail
+
+mod common;
+
+use std::time::Duration;
+
+use common::bounded;
+use mcpflow::client::{Client, ConnectError};
+use mcpflow::transport::{
+    ChildProcess, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport,
+    Transport,
+};
+use mcpflow::{CloseReason, SessionError, TransportError};
+
+const INIT_REPLY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"0"}}}"#;
+
+fn alive(pid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A server that ignores stdin closing and `SIGTERM` is killed by the last step of the
+/// shutdown sequence, and `close` stays bounded.
+#[tokio::test]
+async fn close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm() {
+    let script = format!(
+        "trap '' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; while :; do sleep 1; done"
+    );
+    let child = ChildProcess::builder("sh")
+        .arg("-c")
+        .arg(script)
+        .close_grace(Duration::from_millis(200))
+        .spawn()
+        .expect("spawn sh");
+    let pid = child.pid().expect("pid");
+    let client = bounded("connect", Client::builder("t", "1").connect(child))
+        .await
+        .expect("connect");
+    assert!(alive(pid));
+    bounded("close escalates and ends", client.close()).await;
+    assert!(!alive(pid), "the server process must be gone after close");
+}
+
+/// A server that exits when its stdin closes is reaped at the first step.
+#[tokio::test]
+async fn close_ends_a_well_behaved_server_by_closing_stdin() {
+    let script = format!("read -r line; printf '%s\\n' '{INIT_REPLY}'; cat > /dev/null");
+    let child = ChildProcess::builder("sh")
+        .arg("-c")
+        .arg(script)
+        .spawn()
+        .expect("spawn sh");
+    let pid = child.pid().expect("pid");
+    let client = bounded("connect", Client::builder("t", "1").connect(child))
+        .await
+        .expect("connect");
+    bounded("close", client.close()).await;
+    assert!(!alive(pid));
+}
+
+/// A server that exits before answering `initialize` fails the handshake with its exit
+/// status and stderr.
+#[tokio::test]
+async fn a_server_exiting_during_the_handshake_names_its_status_and_stderr() {
+    let child = ChildProcess::builder("sh")
+        .arg("-c")
+        .arg("read -r line; echo 'config file missing: /etc/x.toml' >&2; exit 3")
+        .spawn()
+        .expect("spawn sh");
+    let err = bounded("connect fails", Client::builder("t", "1").connect(child))
+        .await
+        .expect_err("server exits");
+    let ConnectError::Initialize(SessionError::Closed {
+        reason:
+            CloseReason::Transport(TransportError::ProcessExited {
+                status,
+                stderr_tail,
+            }),
+        ..
+    }) = &err
+    else {
+        panic!("unexpected: {err}");
+    };
+    assert!(status.contains("exit status: 3"), "{status}");
+    assert!(stderr_tail.contains("config file missing"), "{stderr_tail}");
+}
+
+/// A program that does not exist is a spawn error naming the command.
+#[tokio::test]
+async fn spawning_a_missing_program_names_it() {
+    let err = ChildProcess::builder("/nonexistent/mcp-server")
+        .spawn()
+        .expect_err("missing");
+    assert!(err.to_string().contains("/nonexistent/mcp-server"), "{err}");
+}
+
+/// Capacity 0 is a rendezvous: a send completes only once the other side took it.
+#[tokio::test]
+async fn memory_capacity_zero_is_a_rendezvous() {
+    let (a, b) = MemoryTransport::pair(0);
+    let (_ar, mut aw) = a.split();
+    let (mut br, _bw) = b.split();
+    let meta = FrameMeta {
+        kind: FrameKind::Notification,
+        related: None,
+    };
+    let mut send = Box::pin(aw.write_frame(b"{}", &meta));
+    assert!(
+        futures_poll_once(&mut send).await.is_none(),
+        "the send waits for the receiver"
+    );
+    let frame = bounded("receive", br.read_frame()).await.unwrap();
+    assert!(matches!(frame, Some(InboundFrame::Message(m)) if m == b"{}"));
+    bounded("the send completes", send).await.unwrap();
+}
+
+async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut *f).poll(cx) {
+            std::task::Poll::Ready(v) => Some(v),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
