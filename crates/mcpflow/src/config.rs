@@ -3,7 +3,9 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-/// Default largest frame: 32 MiB.
+/// Default largest inbound frame of the newline-framed transports: 32 MiB. A longer
+/// frame is skipped and, when its request id can be read from its first bytes,
+/// answered with `-32600`. Set per transport with `max_frame_bytes`.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 
 /// Limits and timeouts of one connection. Build with [`SessionConfig::builder`] or use
@@ -19,7 +21,6 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 /// ```
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
-    pub(crate) max_frame_bytes: usize,
     pub(crate) max_concurrent_requests: NonZeroUsize,
     pub(crate) request_queue_capacity: usize,
     pub(crate) notification_lane_capacity: NonZeroUsize,
@@ -32,7 +33,6 @@ pub struct SessionConfig {
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
-            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_concurrent_requests: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
             request_queue_capacity: 256,
             notification_lane_capacity: NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
@@ -52,10 +52,6 @@ impl SessionConfig {
         }
     }
 
-    /// See [`SessionConfigBuilder::max_frame_bytes`].
-    pub fn max_frame_bytes(&self) -> usize {
-        self.max_frame_bytes
-    }
     /// See [`SessionConfigBuilder::max_concurrent_requests`].
     pub fn max_concurrent_requests(&self) -> usize {
         self.max_concurrent_requests.get()
@@ -94,15 +90,6 @@ pub struct SessionConfigBuilder {
 }
 
 impl SessionConfigBuilder {
-    /// Largest inbound frame in bytes. A longer frame is skipped and, when its request id
-    /// can be read from its first bytes, answered with `-32600`. Default: 32 MiB.
-    /// Applies to transports built by the SDK from this config; transports built by hand
-    /// carry their own limit.
-    pub fn max_frame_bytes(mut self, n: usize) -> Self {
-        self.config.max_frame_bytes = n;
-        self
-    }
-
     /// Most peer requests handled at once. Beyond it requests wait in a queue of
     /// [`request_queue_capacity`](Self::request_queue_capacity); beyond that the peer
     /// gets a busy error (`-32603`, `data.reason = "busy"`) at once. Default: 64.
@@ -165,7 +152,6 @@ mod tests {
     #[test]
     fn defaults_match_the_documentation() {
         let c = SessionConfig::default();
-        assert_eq!(c.max_frame_bytes(), 32 * 1024 * 1024);
         assert_eq!(c.max_concurrent_requests(), 64);
         assert_eq!(c.request_queue_capacity(), 256);
         assert_eq!(c.notification_lane_capacity(), 1024);

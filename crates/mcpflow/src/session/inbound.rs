@@ -121,7 +121,11 @@ impl Inbound {
             cancel: token.clone(),
             peer: peer.clone(),
         };
-        let handler = catch_unwind(service.handle_request(request, cx));
+        let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
+        let handler = catch_unwind(tracing::Instrument::instrument(
+            service.handle_request(request, cx),
+            span,
+        ));
         tokio::pin!(handler);
         let handled = tokio::select! {
             biased;
