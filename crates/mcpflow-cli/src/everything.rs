@@ -5,16 +5,16 @@ use std::time::Duration;
 
 use mcpflow::protocol::completion::CompletionReference;
 use mcpflow::protocol::{
-    CallToolResult, CompleteResult, ContentBlock, CreateMessageRequestParams, ElicitAction, ElicitRequestParams,
-    GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, SamplingMessage, Tool,
+    CallToolResult, CompleteResult, ContentBlock, CreateMessageRequestParams, ElicitAction,
+    ElicitRequestParams, GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument,
+    PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
+    SamplingMessage, Tool,
 };
 use mcpflow::server::{Server, ServerContext, ToolError};
 use serde_json::{Value, json};
 
 /// A 1x1 red PNG, base64.
-pub const TEST_IMAGE_BASE64: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub const TEST_IMAGE_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /// A minimal WAV file (one 16-bit mono sample at 8 kHz), base64.
 pub const TEST_AUDIO_BASE64: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
@@ -43,8 +43,13 @@ fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
     ToolError::failed(format!("{what} failed: {e}"))
 }
 
-/// Elicit `schema` with `message` and describe the answer as text.
-async fn elicit_text(cx: &ServerContext, message: &str, schema: Value) -> Result<CallToolResult, ToolError> {
+/// Elicit `schema` with `message` and describe the answer as text after `prefix`.
+async fn elicit_text(
+    cx: &ServerContext,
+    prefix: &str,
+    message: &str,
+    schema: Value,
+) -> Result<CallToolResult, ToolError> {
     let result = cx
         .elicit(ElicitRequestParams::form(message, object(schema)))
         .await
@@ -57,7 +62,7 @@ async fn elicit_text(cx: &ServerContext, message: &str, schema: Value) -> Result
     };
     let content = Value::Object(result.content.unwrap_or_default());
     Ok(CallToolResult::text(format!(
-        "Elicitation completed: action={action}, content={content}"
+        "{prefix}: action={action}, content={content}"
     )))
 }
 
@@ -271,18 +276,7 @@ pub fn everything_server() -> Server {
                     },
                     "required": ["username", "email"]
                 });
-                let result = cx
-                    .elicit(ElicitRequestParams::form(message, object(schema)))
-                    .await
-                    .map_err(|e| failed("elicitation", e))?;
-                let action = match result.action {
-                    ElicitAction::Accept => "accept",
-                    ElicitAction::Decline => "decline",
-                    ElicitAction::Cancel => "cancel",
-                    _ => "unknown",
-                };
-                let content = Value::Object(result.content.unwrap_or_default());
-                Ok(CallToolResult::text(format!("User response: action={action}, content={content}")))
+                elicit_text(&cx, "User response", message, schema).await
             },
         )
         .tool(
@@ -292,7 +286,7 @@ pub fn everything_server() -> Server {
                 empty_schema(),
             ),
             |_args, cx| async move {
-                elicit_text(&cx, "Please review and update the form fields with defaults", sep1034_schema()).await
+                elicit_text(&cx, "Elicitation completed", "Please review and update the form fields with defaults", sep1034_schema()).await
             },
         )
         .tool(
@@ -302,7 +296,7 @@ pub fn everything_server() -> Server {
                 empty_schema(),
             ),
             |_args, cx| async move {
-                elicit_text(&cx, "Please select options from the enum fields", sep1330_schema()).await
+                elicit_text(&cx, "Elicitation completed", "Please select options from the enum fields", sep1330_schema()).await
             },
         )
         .tool(
@@ -339,7 +333,7 @@ pub fn everything_server() -> Server {
                 empty_schema(),
             ),
             |_args, cx| async move {
-                elicit_text(&cx, "Please review the form fields; omitted fields take their defaults", sep1034_schema())
+                elicit_text(&cx, "Elicitation completed", "Please review the form fields; omitted fields take their defaults", sep1034_schema())
                     .await
             },
         );
@@ -373,7 +367,8 @@ pub fn everything_server() -> Server {
                 .with_mime_type("text/plain"),
             |uri, _cx| async move {
                 Ok(ReadResourceResult::new(vec![
-                    ResourceContents::text(uri, "Watched resource content").with_mime_type("text/plain"),
+                    ResourceContents::text(uri, "Watched resource content")
+                        .with_mime_type("text/plain"),
                 ]))
             },
         )
@@ -386,9 +381,11 @@ pub fn everything_server() -> Server {
             },
             |uri, vars, _cx| async move {
                 let id = vars.get("id").cloned().unwrap_or_default();
-                let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
+                let body =
+                    json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
                 Ok(ReadResourceResult::new(vec![
-                    ResourceContents::text(uri, body.to_string()).with_mime_type("application/json"),
+                    ResourceContents::text(uri, body.to_string())
+                        .with_mime_type("application/json"),
                 ]))
             },
         );
@@ -398,40 +395,62 @@ pub fn everything_server() -> Server {
         .prompt(
             Prompt::new("test_simple_prompt", "A simple prompt without arguments"),
             |_args, _cx| async {
-                Ok(GetPromptResult::new(vec![PromptMessage::user_text("This is a simple prompt for testing.")]))
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text(
+                    "This is a simple prompt for testing.",
+                )]))
             },
         )
         .prompt(
-            Prompt::new("test_prompt_with_arguments", "A prompt with required arguments")
-                .with_argument(PromptArgument::new("arg1", "First test argument", true))
-                .with_argument(PromptArgument::new("arg2", "Second test argument", true)),
+            Prompt::new(
+                "test_prompt_with_arguments",
+                "A prompt with required arguments",
+            )
+            .with_argument(PromptArgument::new("arg1", "First test argument", true))
+            .with_argument(PromptArgument::new("arg2", "Second test argument", true)),
             |args, _cx| async move {
                 let arg1 = args.get("arg1").cloned().unwrap_or_default();
                 let arg2 = args.get("arg2").cloned().unwrap_or_default();
-                Ok(GetPromptResult::new(vec![PromptMessage::user_text(format!(
-                    "Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
-                ))]))
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text(
+                    format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"),
+                )]))
             },
         )
         .prompt(
-            Prompt::new("test_prompt_with_embedded_resource", "A prompt that includes an embedded resource")
-                .with_argument(PromptArgument::new("resourceUri", "URI of the resource to embed", true)),
+            Prompt::new(
+                "test_prompt_with_embedded_resource",
+                "A prompt that includes an embedded resource",
+            )
+            .with_argument(PromptArgument::new(
+                "resourceUri",
+                "URI of the resource to embed",
+                true,
+            )),
             |args, _cx| async move {
                 let uri = args.get("resourceUri").cloned().unwrap_or_default();
                 Ok(GetPromptResult::new(vec![
                     PromptMessage::new(
                         Role::User,
-                        ContentBlock::embedded_text(uri, "text/plain", "Embedded resource content for testing."),
+                        ContentBlock::embedded_text(
+                            uri,
+                            "text/plain",
+                            "Embedded resource content for testing.",
+                        ),
                     ),
                     PromptMessage::user_text("Please process the embedded resource above."),
                 ]))
             },
         )
         .prompt(
-            Prompt::new("test_prompt_with_image", "A prompt that includes image content"),
+            Prompt::new(
+                "test_prompt_with_image",
+                "A prompt that includes image content",
+            ),
             |_args, _cx| async {
                 Ok(GetPromptResult::new(vec![
-                    PromptMessage::new(Role::User, ContentBlock::image(TEST_IMAGE_BASE64, "image/png")),
+                    PromptMessage::new(
+                        Role::User,
+                        ContentBlock::image(TEST_IMAGE_BASE64, "image/png"),
+                    ),
                     PromptMessage::user_text("Please analyze the image above."),
                 ]))
             },
@@ -452,4 +471,83 @@ pub fn everything_server() -> Server {
             Ok(CompleteResult::new(values))
         })
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use mcpflow::client::Client;
+    use mcpflow::protocol::{
+        CompleteRequestParams, CompletionReference, ElicitResult, GetPromptRequestParams,
+        ResourceContents,
+    };
+    use mcpflow::transport::MemoryTransport;
+    use serde_json::json;
+
+    use super::everything_server;
+
+    #[tokio::test]
+    async fn serves_the_conformance_payloads() {
+        let (client_side, server_side) = MemoryTransport::pair(0);
+        let _running = everything_server().serve(server_side);
+        let client = Client::builder("test", "0")
+            .on_elicitation(false, |_params, _client| async {
+                Ok(ElicitResult::accept(super::object(
+                    json!({ "username": "ada", "email": "ada@example.com" }),
+                )))
+            })
+            .connect(client_side)
+            .await
+            .unwrap();
+
+        let result = client
+            .call_tool("test_elicitation", json!({ "message": "who?" }))
+            .await
+            .unwrap();
+        let text = result.content[0].as_text().unwrap();
+        assert!(
+            text.contains("action=accept") && text.contains("ada@example.com"),
+            "{text}"
+        );
+
+        let read = client
+            .read_resource("test://template/123/data")
+            .await
+            .unwrap();
+        let ResourceContents::Text(t) = &read.contents[0] else {
+            panic!("expected text")
+        };
+        assert_eq!(t.mime_type.as_deref(), Some("application/json"));
+        let body: serde_json::Value = serde_json::from_str(&t.text).unwrap();
+        assert_eq!(body["id"], "123");
+
+        let prompt = client
+            .get_prompt(
+                &GetPromptRequestParams::new("test_prompt_with_arguments")
+                    .with_argument("arg1", "a")
+                    .with_argument("arg2", "b"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            prompt.messages[0].content.as_text(),
+            Some("Prompt with arguments: arg1='a', arg2='b'")
+        );
+
+        let params = CompleteRequestParams::new(
+            CompletionReference::prompt("test_prompt_with_arguments"),
+            "arg1",
+            "par",
+        );
+        let completion = client.complete(&params).await.unwrap();
+        assert_eq!(completion.completion.values, vec!["paris", "park", "party"]);
+
+        let error = client
+            .call_tool("test_error_handling", json!({}))
+            .await
+            .unwrap();
+        assert!(error.is_error());
+        client.close().await;
+    }
 }

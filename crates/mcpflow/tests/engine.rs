@@ -684,3 +684,45 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation() {
     assert!(result.is_err());
     bounded("client close", client.close()).await;
 }
+
+/// Guarantee 2: after a call returns, `notifications_handled` waits exactly until the
+/// notifications sent before the result have run their handlers (no sleeps, no polls).
+#[tokio::test]
+async fn notifications_before_a_response_are_handled_after_the_barrier() {
+    for kind in ALL {
+        let server = Server::builder("chatty", "1")
+            .tool(tool("chatty"), |_a, cx| async move {
+                for i in 0..50 {
+                    let _ = cx.log(LoggingLevel::Info, i).await;
+                }
+                Ok(CallToolResult::text("done"))
+            })
+            .build();
+        let (c, s) = pair(kind);
+        let _running = server.serve(s);
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        let client = Client::builder("t", "1").on_log(move |_m, client| {
+            let seen = seen.clone();
+            async move {
+                // A slow handler, and a barrier from inside the lane must not wait for itself.
+                tokio::task::yield_now().await;
+                client.notifications_handled().await;
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let client = bounded("connect", client.connect(c))
+            .await
+            .expect("connect");
+        bounded("call", client.call_tool("chatty", json!({})))
+            .await
+            .expect("call");
+        bounded("barrier", client.notifications_handled()).await;
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            50,
+            "all 50 logs handled when the barrier returns ({kind:?})"
+        );
+        bounded("close", client.close()).await;
+    }
+}

@@ -412,6 +412,13 @@ impl ClientHandle {
         &self.peer
     }
 
+    /// Wait until the handlers of every notification received so far have run (see
+    /// [`Peer::notifications_handled`]): after a call returns, the logs and
+    /// `list_changed` the server sent before its result have been handled.
+    pub async fn notifications_handled(&self) {
+        self.peer.notifications_handled().await;
+    }
+
     /// The server's `initialize` result (`None` until the handshake completes).
     pub fn server(&self) -> Option<&InitializeResult> {
         self.shared.server.get()

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcpflow_protocol::jsonrpc::Notification;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use super::{Peer, Service, catch_unwind};
 
@@ -20,16 +20,28 @@ pub(crate) struct NotificationLane {
     state: Mutex<LaneState>,
     ready: Notify,
     capacity: usize,
+    /// The sequence number up to which every offered notification has been handled
+    /// (or absorbed, or dropped).
+    handled: watch::Sender<u64>,
 }
 
 #[derive(Default)]
 struct LaneState {
-    queue: VecDeque<Notification>,
+    /// Queued notifications with their sequence numbers.
+    queue: VecDeque<(u64, Notification)>,
+    /// Notifications offered so far (the last sequence number).
+    offered: u64,
     dropped: u64,
     closed: bool,
 }
 
-fn coalesces(queued: &Notification, new: &Notification) -> bool {
+tokio::task_local! {
+    /// Set while a notification handler runs, so a barrier awaited from the lane itself
+    /// returns at once instead of waiting for its own handler.
+    static ON_LANE: ();
+}
+
+fn coalesces((_, queued): &(u64, Notification), new: &Notification) -> bool {
     queued.method == new.method
         && (new.method.ends_with("/list_changed")
             || (new.method == "notifications/resources/updated"
@@ -42,6 +54,7 @@ impl NotificationLane {
             state: Mutex::new(LaneState::default()),
             ready: Notify::new(),
             capacity,
+            handled: watch::channel(0).0,
         })
     }
 
@@ -52,7 +65,12 @@ impl NotificationLane {
     /// Queue a notification. Never waits.
     pub(crate) fn push(&self, notification: Notification) {
         let mut state = self.lock();
-        if state.closed || state.queue.iter().any(|q| coalesces(q, &notification)) {
+        if state.closed {
+            return;
+        }
+        state.offered += 1;
+        let seq = state.offered;
+        if state.queue.iter().any(|q| coalesces(q, &notification)) {
             return;
         }
         if state.queue.len() >= self.capacity {
@@ -67,9 +85,29 @@ impl NotificationLane {
             }
             return;
         }
-        state.queue.push_back(notification);
+        state.queue.push_back((seq, notification));
         drop(state);
         self.ready.notify_one();
+    }
+
+    /// Wait until every notification offered so far has been handled. Returns at once
+    /// when called from a notification handler (it would otherwise wait for itself) or
+    /// once the lane has stopped.
+    pub(crate) async fn settled(&self) {
+        if ON_LANE.try_with(|()| ()).is_ok() {
+            return;
+        }
+        let target = self.lock().offered;
+        let mut handled = self.handled.subscribe();
+        let _ = handled.wait_for(|h| *h >= target).await;
+    }
+
+    fn mark_handled(&self, seq: u64) {
+        self.handled.send_if_modified(|h| {
+            let advanced = seq > *h;
+            *h = (*h).max(seq);
+            advanced
+        });
     }
 
     /// Stop accepting; the run loop ends once the queue is drained.
@@ -78,28 +116,52 @@ impl NotificationLane {
         self.ready.notify_one();
     }
 
+    /// Release every barrier (the lane will handle nothing more).
+    fn release_all(&self) {
+        self.handled.send_replace(u64::MAX);
+    }
+
     /// Handle queued notifications until closed and drained.
     pub(crate) async fn run(self: Arc<Self>, service: Arc<dyn Service>, peer: Peer) {
+        let _release = ReleaseOnExit(&self);
         loop {
             let next = {
                 let mut state = self.lock();
                 match state.queue.pop_front() {
                     Some(n) => Some(n),
-                    None if state.closed => return,
-                    None => None,
+                    None => {
+                        // Drained: everything offered (absorbed or dropped too) is done.
+                        let offered = state.offered;
+                        let closed = state.closed;
+                        drop(state);
+                        self.mark_handled(offered);
+                        if closed {
+                            return;
+                        }
+                        None
+                    }
                 }
             };
             match next {
-                Some(notification) => {
+                Some((seq, notification)) => {
                     let method = notification.method.clone();
-                    let handled =
-                        catch_unwind(service.handle_notification(notification, peer.clone())).await;
+                    let handler = service.handle_notification(notification, peer.clone());
+                    let handled = ON_LANE.scope((), catch_unwind(handler)).await;
                     if handled.is_err() {
                         tracing::error!(%method, "notification handler panicked");
                     }
+                    self.mark_handled(seq);
                 }
                 None => self.ready.notified().await,
             }
         }
+    }
+}
+
+struct ReleaseOnExit<'a>(&'a NotificationLane);
+
+impl Drop for ReleaseOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.release_all();
     }
 }

@@ -376,6 +376,15 @@ impl Peer {
         self.shared.reason.get().cloned()
     }
 
+    /// Wait until every notification received so far has been handled on the
+    /// notification lane. Await it after a call returns to know that the notifications
+    /// the peer sent before the response (logs, `list_changed`) have run their handlers.
+    /// Returns at once inside a notification handler (it would wait for itself) and once
+    /// the connection has ended.
+    pub async fn notifications_handled(&self) {
+        self.shared.lane.settled().await;
+    }
+
     /// Requests sent and not yet answered.
     pub fn pending_requests(&self) -> usize {
         self.shared.pending.len()

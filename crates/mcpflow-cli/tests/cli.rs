@@ -1,0 +1,303 @@
+//! End-to-end tests of the `mcpflow` binary. Every child run is bounded.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpflow");
+const LIMIT: Duration = Duration::from_secs(20);
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run `mcpflow ARGS` with stdin closed, killing it after [`LIMIT`].
+fn mcpflow(args: &[&str]) -> Run {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`mcpflow {}` did not finish within {LIMIT:?}",
+                args.join(" ")
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn describe(run: &Run) -> String {
+    format!(
+        "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+        run.code, run.stdout, run.stderr
+    )
+}
+
+#[test]
+fn demo_exits_zero() {
+    let run = mcpflow(&["demo"]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    assert!(run.stdout.contains("plugin_hello"), "{}", describe(&run));
+    assert!(
+        run.stdout.contains("observed the cancellation"),
+        "{}",
+        describe(&run)
+    );
+}
+
+#[test]
+fn call_with_progress_counts_progress_notifications() {
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "test_tool_with_progress",
+        "{}",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let progress = out["notifications"]["notifications/progress"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(progress >= 3, "{}", describe(&run));
+    assert_ne!(
+        out["result"]["isError"],
+        serde_json::Value::Bool(true),
+        "{}",
+        describe(&run)
+    );
+    assert!(out["result"]["content"].is_array(), "{}", describe(&run));
+}
+
+#[test]
+fn call_counts_log_notifications() {
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "test_tool_with_logging",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(
+        out["notifications"]["notifications/message"],
+        3,
+        "{}",
+        describe(&run)
+    );
+}
+
+#[test]
+fn call_answers_sampling_when_asked_to() {
+    let run = mcpflow(&[
+        "call",
+        "--sampling-response",
+        "forty-two",
+        "test_sampling",
+        r#"{"prompt": "six times seven?"}"#,
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    assert!(
+        run.stdout.contains("LLM response: forty-two"),
+        "{}",
+        describe(&run)
+    );
+}
+
+#[test]
+fn tool_error_exits_one() {
+    let run = mcpflow(&[
+        "call",
+        "test_error_handling",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 1, "{}", describe(&run));
+    assert!(
+        run.stdout.contains("intentionally returns an error"),
+        "{}",
+        describe(&run)
+    );
+}
+
+#[test]
+fn bad_args_json_exits_two() {
+    let run = mcpflow(&[
+        "call",
+        "test_simple_text",
+        "{not json",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 2, "{}", describe(&run));
+    assert!(run.stderr.contains("ARGS_JSON"), "{}", describe(&run));
+    let run = mcpflow(&[
+        "call",
+        "test_simple_text",
+        "[1, 2]",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 2, "{}", describe(&run));
+}
+
+#[test]
+fn missing_command_is_a_usage_error() {
+    let run = mcpflow(&["call", "test_simple_text"]);
+    assert_eq!(run.code, 2, "{}", describe(&run));
+}
+
+#[test]
+fn command_that_does_not_exist_exits_three() {
+    let run = mcpflow(&[
+        "call",
+        "test_simple_text",
+        "--",
+        "/nonexistent/mcpflow-no-such-server",
+    ]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert!(run.stderr.contains("could not start"), "{}", describe(&run));
+}
+
+#[test]
+fn server_that_exits_early_exits_three() {
+    let run = mcpflow(&[
+        "call",
+        "test_simple_text",
+        "--",
+        "sh",
+        "-c",
+        "echo oops >&2; exit 7",
+    ]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert!(run.stderr.contains("exit status: 7"), "{}", describe(&run));
+}
+
+#[test]
+fn unknown_tool_exits_three() {
+    let run = mcpflow(&["call", "no_such_tool", "--", BIN, "serve", "everything"]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+}
+
+#[test]
+fn inspect_json_lists_everything() {
+    let run = mcpflow(&["inspect", "--json", "--", BIN, "serve", "everything"]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let tools: Vec<&str> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"test_simple_text"), "{}", describe(&run));
+    assert!(
+        tools.contains(&"json_schema_2020_12_tool"),
+        "{}",
+        describe(&run)
+    );
+    for tool in out["tools"].as_array().unwrap() {
+        assert!(
+            tool["description"].is_string(),
+            "tool without description: {tool}"
+        );
+        assert!(
+            tool["inputSchema"].is_object(),
+            "tool without inputSchema: {tool}"
+        );
+    }
+    let schema = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "json_schema_2020_12_tool")
+        .unwrap();
+    assert_eq!(
+        schema["inputSchema"]["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(schema["inputSchema"]["additionalProperties"], false);
+    assert_eq!(
+        out["prompts"].as_array().unwrap().len(),
+        4,
+        "{}",
+        describe(&run)
+    );
+    assert_eq!(
+        out["resources"].as_array().unwrap().len(),
+        3,
+        "{}",
+        describe(&run)
+    );
+    assert_eq!(
+        out["resourceTemplates"][0]["uriTemplate"],
+        "test://template/{id}/data"
+    );
+    assert!(out["serverInfo"]["name"].is_string());
+    assert!(out["protocolVersion"].is_string());
+}
+
+#[test]
+fn inspect_text_output() {
+    let run = mcpflow(&["inspect", "--", BIN, "serve", "everything"]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    assert!(
+        run.stdout.contains("test_simple_text"),
+        "{}",
+        describe(&run)
+    );
+    assert!(
+        run.stdout.contains("test://template/{id}/data"),
+        "{}",
+        describe(&run)
+    );
+}
