@@ -1,13 +1,54 @@
 //! mcpflow: a Model Context Protocol SDK whose connections cannot hang.
 //!
+//! A server and a client in a few lines, here over an in-process transport:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcpflow::client::Client;
+//! use mcpflow::protocol::{CallToolResult, Tool};
+//! use mcpflow::server::Server;
+//! use mcpflow::transport::MemoryTransport;
+//! use mcpflow::RequestOptions;
+//!
+//! let server = Server::builder("counter", "1.0.0")
+//!     .tool(Tool::new("count", "Count to three", Tool::empty_input_schema()), |_args, cx| async move {
+//!         for i in 1..=3 {
+//!             let _ = cx.progress(f64::from(i), Some(3.0), None).await;
+//!         }
+//!         Ok(CallToolResult::text("3"))
+//!     })
+//!     .build();
+//! let (client_side, server_side) = MemoryTransport::pair(0);
+//! let _running = server.serve(server_side);
+//!
+//! let client = Client::builder("agent", "1.0.0").connect(client_side).await?;
+//! let options = RequestOptions::new().on_progress(|p| println!("progress {}", p.progress));
+//! let params = mcpflow::protocol::CallToolRequestParams::new("count");
+//! let result = client.call_tool_with(&params, options).await?; // progress printed first
+//! assert_eq!(result.content[0].as_text(), Some("3"));
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! # What cannot hang
+//! The engine ([`session`]) reads with one task that never waits on user code:
+//! responses and progress go to the waiting caller (progress always first, in order),
+//! notifications to an ordered lane of their own, peer requests to tasks under a limit.
+//! So a notification handler or a sampling callback may call the peer back; every
+//! request has a timeout (60 s by default, reset by progress, capped in total) and is
+//! cancelled on the wire when it times out or its future is dropped; and when a
+//! connection ends, every pending request fails at once with the cause (for a child
+//! process, its exit status and the tail of its stderr).
+//!
 //! # Layout (in the order data flows)
-//! - [`transport`]: frames in and out (memory, stdio, child process).
-//! - [`session`]: the engine (reader, writer, pending table, notification lane, request
-//!   tasks, timeouts, cancellation, close).
-//! - [`client`]: [`client::Client`], typed calls, callbacks, self-refreshing lists.
-//! - [`server`]: [`server::Server`], its builder and handler context.
+//! - [`transport`]: frames in and out (memory, any byte stream, stdio, child process).
+//! - [`session`]: the engine: reader, writer, pending table, notification lane,
+//!   request tasks, timeouts, cancellation, close.
+//! - [`client`]: [`client::Client`]: handshake, typed calls, callbacks, self-refreshing lists.
+//! - [`server`]: [`server::Server`], its builder and the handler context.
 //! - [`config`]: limits and timeouts with documented defaults.
 //! - [`error`]: error types per layer.
+//! - [`protocol`]: the wire types (the `mcpflow-protocol` crate).
 
 pub mod client;
 pub mod config;

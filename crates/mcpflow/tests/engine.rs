@@ -148,15 +148,12 @@ async fn burst_of_100_list_changed_costs_at_most_two_tools_list_requests() {
             .await
             .expect("tools");
         // Wait for the refresh to land on the final list, then let the server count.
-        loop {
-            let tools = bounded("refreshed list", client.tools())
-                .await
-                .expect("tools");
-            if tools[0].name == "final" {
-                break;
+        bounded("the refresh lands on the final list", async {
+            while client.tools().await.expect("tools")[0].name != "final" {
+                tokio::task::yield_now().await;
             }
-            tokio::task::yield_now().await;
-        }
+        })
+        .await;
         bounded("ping", client.ping()).await.expect("ping");
         let lists = bounded("server count", server).await.expect("server");
         assert!(
