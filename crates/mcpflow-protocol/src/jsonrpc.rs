@@ -719,6 +719,23 @@ mod tests {
     }
 
     #[test]
+    fn million_deep_nesting_does_not_overflow_the_stack() {
+        let depth = 1_000_000;
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":[{}1{}]}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        // Either outcome is fine; returning at all is the point.
+        let _ = decode(frame.as_bytes());
+        let unbalanced = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}"#,
+            "[".repeat(depth)
+        );
+        assert!(decode_message(unbalanced.as_bytes()).is_err());
+    }
+
+    #[test]
     fn batches_decode_element_by_element() {
         let Decoded::Batch(items) =
             decode(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":true,"method":"b"}]"#)

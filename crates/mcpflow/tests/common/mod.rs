@@ -140,12 +140,16 @@ impl RawPeer {
     }
 
     pub async fn send_text(&mut self, text: &str) {
+        self.send_bytes(text.as_bytes()).await;
+    }
+
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
         let meta = FrameMeta {
             kind: FrameKind::Notification,
             related: None,
         };
         self.writer
-            .write_frame(text.as_bytes(), &meta)
+            .write_frame(bytes, &meta)
             .await
             .expect("raw peer write");
         self.writer.flush().await.expect("raw peer flush");
