@@ -141,7 +141,9 @@ impl Inbound {
         self.running().remove(&id);
         drop(permit);
         let reply = match handled {
-            // Cancelled by the peer or by close: a cancelled request is not answered.
+            // Cancelled by the peer or by close, even if the handler then returned: a
+            // cancelled request is not answered.
+            _ if token.is_cancelled() => return,
             None => return,
             Some(Ok(Ok(result))) => Message::response(id.clone(), result),
             Some(Ok(Err(error))) => Message::error(Some(id.clone()), error),
