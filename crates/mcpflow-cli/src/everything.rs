@@ -236,7 +236,17 @@ pub fn everything_server() -> Server {
                         .await
                         .map_err(|e| failed("progress", e))?;
                 }
-                let token = cx.request().progress_token().map_or_else(|| "0".to_owned(), |t| t.get().to_owned());
+                let token = cx
+                    .request()
+                    .progress_token()
+                    .and_then(|t| serde_json::from_str::<mcpflow::protocol::ProgressToken>(t.get()).ok())
+                    .map_or_else(
+                        || "0".to_owned(),
+                        |t| match t {
+                            mcpflow::protocol::ProgressToken::String(s) => s,
+                            mcpflow::protocol::ProgressToken::Integer(n) => n.to_string(),
+                        },
+                    );
                 Ok(CallToolResult::text(token))
             },
         )

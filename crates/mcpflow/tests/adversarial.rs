@@ -265,3 +265,61 @@ async fn progress_options_need_object_params() {
     assert!(matches!(err, SessionError::Codec { .. }), "{err}");
     bounded("close", client.close()).await;
 }
+
+/// The client answers what it did not declare with an error instead of guessing:
+/// URL-mode elicitation when only form mode was declared (-32602), sampling with tools
+/// without `sampling.tools` (-32602), roots without a handler (-32601).
+#[tokio::test]
+async fn client_refuses_what_it_did_not_declare() {
+    let (c, s) = pair(Kind::Memory1);
+    let server = tokio::spawn(async move {
+        let mut peer = RawPeer::new(s);
+        let init = peer.recv().await.unwrap();
+        let caps = init["params"]["capabilities"].clone();
+        assert!(
+            caps["elicitation"].is_object() && caps["sampling"].is_object(),
+            "{caps}"
+        );
+        assert!(
+            caps["elicitation"].get("url").is_none() && caps["sampling"].get("tools").is_none(),
+            "{caps}"
+        );
+        peer.send_text(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{INIT_RESULT}}}"#,
+            init["id"]
+        ))
+        .await;
+        peer.recv_until(|m| m["method"] == "notifications/initialized")
+            .await;
+        peer.send(json!({"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://example.com","elicitationId":"1"}})).await;
+        peer.send(json!({"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{"messages":[],"maxTokens":5,"tools":[{"name":"t","inputSchema":{"type":"object"}}]}})).await;
+        peer.send(json!({"jsonrpc":"2.0","id":"r","method":"roots/list"}))
+            .await;
+        let mut codes = std::collections::BTreeMap::new();
+        for _ in 0..3 {
+            let reply = peer.recv().await.unwrap();
+            codes.insert(
+                reply["id"].as_str().unwrap().to_owned(),
+                reply["error"]["code"].as_i64().unwrap(),
+            );
+        }
+        codes
+    });
+    let client = Client::builder("t", "1")
+        .on_elicitation(false, |_p, _c| async {
+            Ok(mcpflow::protocol::ElicitResult::decline())
+        })
+        .on_sampling(|_p, _c| async {
+            Ok(mcpflow::protocol::CreateMessageResult::assistant_text(
+                "m", "x",
+            ))
+        });
+    let client = bounded("connect", client.connect(c))
+        .await
+        .expect("connect");
+    let codes = bounded("server script", server).await.unwrap();
+    assert_eq!(codes["e"], -32602);
+    assert_eq!(codes["s"], -32602);
+    assert_eq!(codes["r"], -32601);
+    bounded("close", client.close()).await;
+}

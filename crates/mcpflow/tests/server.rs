@@ -192,3 +192,35 @@ async fn requests_before_initialize_are_served() {
     let list = bounded("tools/list", peer.recv()).await.unwrap();
     assert_eq!(list["result"]["tools"][0]["name"], "t");
 }
+
+/// Under 2025-03-26 (and only then) a JSON-RPC batch is received and each request in
+/// it answered.
+#[tokio::test]
+async fn batches_are_received_under_2025_03_26_only() {
+    for (version, accepted) in [("2025-03-26", true), ("2025-06-18", false)] {
+        let server = Server::builder("batch", "1")
+            .tool(
+                Tool::new("t", "d", Tool::empty_input_schema()),
+                |_a, _c| async { Ok(CallToolResult::text("x")) },
+            )
+            .build();
+        let (c, s) = pair(Kind::Memory1);
+        let _running = server.serve(s);
+        let mut peer = RawPeer::new(c);
+        peer.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"x","version":"1"}}})).await;
+        let init = bounded("initialize", peer.recv()).await.unwrap();
+        assert_eq!(init["result"]["protocolVersion"], version);
+        peer.send_text(r#"[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":3,"method":"tools/list"}]"#).await;
+        if accepted {
+            let mut ids = vec![
+                bounded("first answer", peer.recv()).await.unwrap()["id"].clone(),
+                bounded("second answer", peer.recv()).await.unwrap()["id"].clone(),
+            ];
+            ids.sort_by_key(|v| v.as_i64());
+            assert_eq!(ids, [json!(2), json!(3)]);
+        } else {
+            let reply = bounded("refusal", peer.recv()).await.unwrap();
+            assert_eq!(reply["error"]["code"], -32600, "{reply}");
+        }
+    }
+}

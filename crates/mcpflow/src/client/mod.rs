@@ -795,6 +795,12 @@ impl Service for ClientService {
                     let handler = handlers.sampling.ok_or_else(|| not_supported("sampling"))?;
                     let params: CreateMessageRequestParams =
                         serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                    if params.tools.is_some() || params.tool_choice.is_some() {
+                        // This client never declares `sampling.tools`.
+                        return Err(ErrorObject::invalid_params(
+                            "sampling with tools was requested but this client did not declare sampling.tools",
+                        ));
+                    }
                     encode(&handler(params, handle).await?)
                 }
                 method::ELICITATION_CREATE => {

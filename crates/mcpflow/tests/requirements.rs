@@ -1,0 +1,336 @@
+//! The requirement manifest: every engine guarantee of the architecture notes and every
+//! MUST of the legacy-era specification (2024-11-05 … 2025-11-25) that applies to the
+//! transports built so far (stdio, memory), each cited by the tests that prove it.
+//!
+//! `every_requirement_is_cited_by_a_test_that_exists` fails when a requirement has no
+//! test or cites one that does not exist. Engine scenarios run over memory capacity 0,
+//! 1 and large and over newline framing on a socket pair (as stdio); the seed and
+//! re-entrancy scenarios also run under randomized schedules (`chaos.rs`).
+//! HTTP, authorization and tasks requirements join when those features land.
+
+/// One requirement and the tests (`file::test_fn`) that prove it.
+struct Requirement {
+    id: &'static str,
+    text: &'static str,
+    tests: &'static [&'static str],
+}
+
+const REQUIREMENTS: &[Requirement] = &[
+    // Engine guarantees (ARCHITECTURE.md section 2).
+    Requirement {
+        id: "G1",
+        text: "the reader never waits on user code; its only await is the transport read",
+        tests: &[
+            "seeds::notification_handler_awaits_tools_list_on_every_transport",
+            "seeds::sampling_during_call_whose_callback_lists_tools_on_every_transport",
+            "engine::ten_thousand_peer_requests_at_once_bounded_with_busy_errors",
+            "adversarial::server_facing_a_client_that_stops_reading_stays_bounded",
+        ],
+    },
+    Requirement {
+        id: "G2a",
+        text: "notifications are handled one at a time, in receive order, apart from responses",
+        tests: &[
+            "engine::notifications_are_handled_one_at_a_time_in_receive_order",
+            "engine::notifications_before_a_response_are_handled_after_the_barrier",
+        ],
+    },
+    Requirement {
+        id: "G2b",
+        text: "a notification handler may await requests on the same connection (seed 001)",
+        tests: &[
+            "seeds::seed_001_list_changed_reload_during_call_memory_capacity_0",
+            "seeds::seed_001_list_changed_reload_during_call_memory_capacity_1",
+            "seeds::seed_001_list_changed_reload_during_call_over_stdio_framing",
+            "seeds::notification_handler_awaits_tools_list_on_every_transport",
+            "chaos::seed_and_reentrancy_scenarios_pass_under_randomized_schedules",
+        ],
+    },
+    Requirement {
+        id: "G2c",
+        text: "a request's progress is delivered in order and before its response (seed 000)",
+        tests: &[
+            "seeds::seed_000_progress_before_response_memory_capacity_0",
+            "seeds::seed_000_progress_before_response_memory_capacity_1",
+            "seeds::seed_000_progress_before_response_memory_large",
+            "seeds::seed_000_progress_before_response_over_stdio_framing",
+            "engine::ten_thousand_progress_notifications_delivered_in_order_before_the_result",
+            "client::progress_as_a_stream_then_the_result",
+        ],
+    },
+    Requirement {
+        id: "G3a",
+        text: "peer requests run under a limit, then a bounded queue, then a busy error at once",
+        tests: &["engine::ten_thousand_peer_requests_at_once_bounded_with_busy_errors"],
+    },
+    Requirement {
+        id: "G3b",
+        text: "list_changed notifications coalesce losslessly; a burst costs at most two re-lists",
+        tests: &["engine::burst_of_100_list_changed_costs_at_most_two_tools_list_requests"],
+    },
+    Requirement {
+        id: "G4",
+        text: "one writer owns the sink and flushes once per batch; a stalled peer slows senders only",
+        tests: &[
+            "engine::writer_batches_frames_and_flushes_once_per_batch",
+            "adversarial::server_facing_a_client_that_stops_reading_stays_bounded",
+        ],
+    },
+    Requirement {
+        id: "G5",
+        text: "the engine runs before the handshake: initialize handlers and pre-initialize notifications may send and await",
+        tests: &[
+            "seeds::initialize_handler_sends_and_awaits_a_log_notification",
+            "seeds::client_log_handler_awaits_tools_list_before_initialize_result",
+            "adversarial::client_survives_a_misbehaving_server",
+        ],
+    },
+    Requirement {
+        id: "G6a",
+        text: "every request has a default timeout, reset by progress, capped by a maximum total",
+        tests: &[
+            "engine::progress_resets_the_timeout_and_max_total_caps_it",
+            "adversarial::client_times_out_against_a_server_that_never_answers",
+        ],
+    },
+    Requirement {
+        id: "G6b",
+        text: "timing out or dropping a request sends notifications/cancelled; the server observes it",
+        tests: &[
+            "engine::request_times_out_and_the_server_observes_cancellation",
+            "engine::dropping_a_call_sends_cancelled",
+        ],
+    },
+    Requirement {
+        id: "G6c",
+        text: "initialize is never cancelled",
+        tests: &["client::initialize_is_never_cancelled_even_on_timeout"],
+    },
+    Requirement {
+        id: "G6d",
+        text: "a late response is ignored",
+        tests: &[
+            "engine::late_response_after_timeout_is_ignored",
+            "adversarial::client_survives_a_misbehaving_server",
+        ],
+    },
+    Requirement {
+        id: "G6e",
+        text: "on every exit path every pending request fails at once, naming the cause (exit status and stderr tail)",
+        tests: &[
+            "engine::every_pending_request_fails_at_once_when_the_peer_closes",
+            "engine::child_killed_mid_call_fails_the_call_with_exit_status_and_stderr_tail",
+            "transport::a_server_exiting_during_the_handshake_names_its_status_and_stderr",
+        ],
+    },
+    Requirement {
+        id: "G7",
+        text: "close is orderly and bounded; the child is reaped (stdin, SIGTERM, SIGKILL)",
+        tests: &[
+            "engine::close_is_bounded_when_a_handler_ignores_cancellation",
+            "transport::close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm",
+            "transport::close_ends_a_well_behaved_server_by_closing_stdin",
+        ],
+    },
+    Requirement {
+        id: "G8",
+        text: "bad input gets a clear JSON-RPC error or a log line; the connection keeps serving",
+        tests: &[
+            "bad_input::every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving",
+            "engine::malformed_input_is_answered_and_the_connection_keeps_serving",
+            "adversarial::client_survives_a_misbehaving_server",
+        ],
+    },
+    // Specification MUSTs, legacy era (shared/notes/spec.md Part B and section 1).
+    Requirement {
+        id: "S-jsonrpc-id",
+        text: "request ids are strings or integers, never null; responses carry the request's id",
+        tests: &[
+            "bad_input::every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving",
+        ],
+    },
+    Requirement {
+        id: "S-no-reply-to-notifications",
+        text: "the receiver of a notification MUST NOT respond",
+        tests: &[
+            "bad_input::every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving",
+        ],
+    },
+    Requirement {
+        id: "S-batch-2025-03-26",
+        text: "under 2025-03-26 implementations MUST support receiving JSON-RPC batches (and only then)",
+        tests: &["server::batches_are_received_under_2025_03_26_only"],
+    },
+    Requirement {
+        id: "S-init-first",
+        text: "the client sends initialize first, then notifications/initialized",
+        tests: &["client::client_accepts_every_handshake_version_the_server_picks"],
+    },
+    Requirement {
+        id: "S-init-version",
+        text: "the server answers initialize with the requested version if supported, else another it supports",
+        tests: &["client::server_negotiates_the_protocol_version"],
+    },
+    Requirement {
+        id: "S-client-version",
+        text: "the client accepts the versions it speaks and disconnects on one it does not",
+        tests: &[
+            "client::client_accepts_every_handshake_version_the_server_picks",
+            "client::client_rejects_a_version_it_does_not_speak",
+        ],
+    },
+    Requirement {
+        id: "S-capabilities",
+        text: "implemented features are declared; only negotiated capabilities are used",
+        tests: &[
+            "server::capabilities_follow_what_is_registered",
+            "client::sampling_without_a_handler_is_refused_at_once",
+            "adversarial::client_refuses_what_it_did_not_declare",
+        ],
+    },
+    Requirement {
+        id: "S-ping",
+        text: "the receiver of ping MUST respond promptly, even before initialization completes",
+        tests: &[
+            "server::requests_before_initialize_are_served",
+            "adversarial::client_survives_a_misbehaving_server",
+        ],
+    },
+    Requirement {
+        id: "S-no-cancel-initialize",
+        text: "initialize MUST NOT be cancelled",
+        tests: &["client::initialize_is_never_cancelled_even_on_timeout"],
+    },
+    Requirement {
+        id: "S-cancelled-not-answered",
+        text: "a cancelled request is not answered; invalid or racing cancellations are ignored",
+        tests: &["adversarial::a_cancelled_request_is_not_answered"],
+    },
+    Requirement {
+        id: "S-progress",
+        text: "progress references the request's token (same JSON type), increases, and stops at completion",
+        tests: &[
+            "seeds::seed_000_progress_before_response_memory_capacity_0",
+            "engine::ten_thousand_progress_notifications_delivered_in_order_before_the_result",
+        ],
+    },
+    Requirement {
+        id: "S-cursor",
+        text: "cursors are opaque to clients; an invalid cursor gets -32602",
+        tests: &[
+            "client::list_helpers_follow_every_page",
+            "bad_input::every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving",
+        ],
+    },
+    Requirement {
+        id: "S-logging-level",
+        text: "after logging/setLevel the server sends only messages at or above the level",
+        tests: &["server::log_level_filters_messages"],
+    },
+    Requirement {
+        id: "S-unknown-method",
+        text: "unknown or unsupported methods get -32601 (server/discover probes included)",
+        tests: &[
+            "bad_input::every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving",
+        ],
+    },
+    Requirement {
+        id: "S-tool-errors",
+        text: "an unknown tool is -32602; missing prompt arguments are -32602; an unknown resource is -32002",
+        tests: &[
+            "bad_input::every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving",
+            "client::prompts_check_required_arguments_and_complete",
+            "server::resources_templates_and_subscriptions",
+        ],
+    },
+    Requirement {
+        id: "S-subscribe",
+        text: "resources/updated goes only to clients subscribed to that URI",
+        tests: &["server::resources_templates_and_subscriptions"],
+    },
+    Requirement {
+        id: "S-elicitation-modes",
+        text: "a server MUST NOT send an elicitation mode the client did not declare; a client answers one with -32602",
+        tests: &[
+            "client::elicitation_form_mode_and_undeclared_url_mode",
+            "adversarial::client_refuses_what_it_did_not_declare",
+        ],
+    },
+    Requirement {
+        id: "S-sampling-tools",
+        text: "a client MUST error on sampling with tools when it did not declare sampling.tools",
+        tests: &["adversarial::client_refuses_what_it_did_not_declare"],
+    },
+    Requirement {
+        id: "S-roots-list-changed",
+        text: "a client that declared roots.listChanged sends notifications/roots/list_changed",
+        tests: &["client::roots_are_served_and_changes_announced"],
+    },
+    Requirement {
+        id: "S-stdio-stdout",
+        text: "over stdio the server writes only valid MCP messages to stdout (logs go to stderr)",
+        tests: &[
+            "cli::call_with_progress_counts_progress_notifications",
+            "cli::inspect_json_lists_everything",
+        ],
+    },
+    Requirement {
+        id: "S-stdio-shutdown",
+        text: "the client shuts a stdio server down by closing stdin, then SIGTERM, then SIGKILL",
+        tests: &[
+            "transport::close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm",
+        ],
+    },
+];
+
+/// The test files a citation may name, read at compile time.
+const SOURCES: &[(&str, &str)] = &[
+    ("seeds", include_str!("seeds.rs")),
+    ("engine", include_str!("engine.rs")),
+    ("client", include_str!("client.rs")),
+    ("server", include_str!("server.rs")),
+    ("transport", include_str!("transport.rs")),
+    ("bad_input", include_str!("bad_input.rs")),
+    ("adversarial", include_str!("adversarial.rs")),
+    ("chaos", include_str!("chaos.rs")),
+    ("cli", include_str!("../../mcpflow-cli/tests/cli.rs")),
+];
+
+#[test]
+fn every_requirement_is_cited_by_a_test_that_exists() {
+    let mut problems = Vec::new();
+    for r in REQUIREMENTS {
+        if r.tests.is_empty() {
+            problems.push(format!("{} ({}) has no test", r.id, r.text));
+        }
+        for citation in r.tests {
+            let Some((file, name)) = citation.split_once("::") else {
+                problems.push(format!("{}: malformed citation {citation}", r.id));
+                continue;
+            };
+            let found = SOURCES
+                .iter()
+                .find(|(f, _)| *f == file)
+                .is_some_and(|(_, source)| source.contains(&format!("fn {name}(")));
+            if !found {
+                problems.push(format!("{}: cites {citation}, which does not exist", r.id));
+            }
+        }
+    }
+    let ids: std::collections::HashSet<_> = REQUIREMENTS.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), REQUIREMENTS.len(), "requirement ids are unique");
+    let engine = REQUIREMENTS
+        .iter()
+        .filter(|r| r.id.starts_with('G'))
+        .count();
+    println!(
+        "{} requirements ({engine} engine guarantees, {} spec MUSTs), all cited",
+        REQUIREMENTS.len(),
+        REQUIREMENTS.len() - engine
+    );
+    assert!(
+        problems.is_empty(),
+        "uncovered requirements:\n{}",
+        problems.join("\n")
+    );
+}
