@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Format check, lints and every test of the workspace. Exits non-zero on the first failure.
+# Format check, lints, every test of the workspace, and the interop matrix against the
+# official Python and TypeScript SDKs. Exits non-zero on the first failure.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,5 +13,9 @@ cargo clippy --workspace --all-targets -j2 -- -D warnings
 
 echo "==> cargo test --workspace -j2"
 cargo test --workspace -j2
+
+echo "==> interop matrix over stdio (installs pinned Python and TypeScript SDK peers into .peers/)"
+./scripts/install-peers.sh
+INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh
 
 echo "all checks passed"

@@ -1,0 +1,134 @@
+"""Judge one interop cell from a peer client's JSON line or mcpflow's output.
+
+usage: judge.py peer-client OUTPUT_FILE SAMPLING_TEXT CHECK_CHANGE(0|1)
+       judge.py mcpflow-client DIR SAMPLING_TEXT
+Prints `PASS detail` or `FAIL detail` (one line).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+
+def last_json_line(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                pass
+    return None
+
+
+def peer_client(path, sampling_text, check_change):
+    raw = Path(path).read_text(errors="replace")
+    out = last_json_line(raw)
+    if out is None:
+        tail = " | ".join(raw.strip().splitlines()[-3:])[:300]
+        return False, f"no JSON output ({tail or 'empty'})"
+    problems, info = [], []
+    if not out.get("ok"):
+        problems.append(f"error: {out.get('error', '?')[:300]}")
+    pv = out.get("protocolVersion")
+    info.append(f"proto {pv}")
+    if not pv:
+        problems.append("no negotiated protocol version")
+    calls = {c["tool"]: c for c in out.get("calls", [])}
+    names = [c["tool"] for c in out.get("calls", [])]
+    if out.get("ok") and not out.get("tools"):
+        problems.append("tools/list empty")
+    # progress: the first call is the progress tool
+    if names:
+        c = calls[names[0]]
+        w = c.get("wire", {})
+        if "error" in c:
+            problems.append(f"{c['tool']}: {c['error'][:200]}")
+        b, a = w.get("progress_before_result", 0), w.get("progress_after_result", 0)
+        info.append(f"progress {b} before result (callback saw {c.get('progress_callbacks')})")
+        if b < 1:
+            problems.append(f"{c['tool']}: no progress before the result (order {w.get('order')})")
+        if a:
+            problems.append(f"{c['tool']}: {a} progress after the result")
+    logs_on_wire = sum(calls[n]["wire"]["order"][: calls[n]["wire"]["order"].index("RESPONSE")].count("notifications/message")
+                       for n in names if "RESPONSE" in calls[n].get("wire", {}).get("order", []))
+    info.append(f"logs {logs_on_wire} on wire/{len(out.get('logs', []))} delivered")
+    if logs_on_wire < 1 or not out.get("logs"):
+        problems.append("no log notification before a result, or not delivered to the log callback")
+    if check_change:
+        ch = [n for n in names if "change" in n]
+        if ch:
+            order = calls[ch[0]]["wire"]["order"]
+            mid = "notifications/tools/list_changed" in order[: order.index("RESPONSE")] if "RESPONSE" in order else False
+            info.append(f"list_changed mid-call {'yes' if mid else 'no'}")
+            if not mid or calls[ch[0]].get("list_changed", 0) < 1:
+                problems.append(f"list_changed not received mid-call (order {order}, handler {calls[ch[0]].get('list_changed')})")
+    sm = [n for n in names if "sampling" in n]
+    if sm:
+        c = calls[sm[0]]
+        ok = sampling_text in (c.get("text") or "") and out.get("sampling_requests", 0) >= 1
+        info.append(f"sampling {'ok' if ok else 'FAILED'}")
+        if not ok:
+            problems.append(f"sampling: {c.get('error') or c.get('text')!r}")
+    if out.get("sdk_errors"):
+        info.append(f"client SDK errors: {out['sdk_errors'][:2]}")
+    return (not problems), "; ".join(problems or info)
+
+
+def mcpflow_client(d, sampling_text):
+    d = Path(d)
+    problems, info = [], []
+
+    def load(name):
+        rc = int((d / f"{name}.rc").read_text().strip() or "99")
+        out = last_json_line((d / f"{name}.out").read_text(errors="replace"))
+        err = (d / f"{name}.err").read_text(errors="replace").strip().splitlines()
+        return rc, out, (err[-1] if err else "")
+
+    rc, ins, err = load("inspect")
+    if rc != 0 or ins is None:
+        problems.append(f"inspect exit {rc}: {err[:300]}")
+    else:
+        info.append(f"proto {ins.get('protocolVersion')}")
+        tools = [t.get("name") for t in ins.get("tools", [])]
+        if "echo" not in tools:
+            problems.append(f"inspect: no echo tool in {tools}")
+    rc, echo, err = load("echo")
+    if rc != 0 or echo is None:
+        problems.append(f"call echo exit {rc}: {err[:300]}")
+    else:
+        n = echo.get("notifications", {})
+        text = "".join(b.get("text", "") for b in echo["result"].get("content", []))
+        info.append(f"progress {n.get('notifications/progress', 0)}/2 before result, logs {n.get('notifications/message', 0)}")
+        if n.get("notifications/progress", 0) != 2:
+            problems.append(f"echo: expected 2 progress before the result, got {n}")
+        if n.get("notifications/message", 0) < 1:
+            problems.append(f"echo: no log notification ({n})")
+        if text != "hello":
+            problems.append(f"echo: result text {text!r}")
+    rc, ch, err = load("change")
+    if rc != 0 or ch is None:
+        problems.append(f"call change_tools exit {rc}: {err[:300]}")
+    else:
+        n = ch.get("notifications", {}).get("notifications/tools/list_changed", 0)
+        info.append(f"list_changed {n}")
+        if n < 1:
+            problems.append(f"change_tools: no list_changed before the result ({ch.get('notifications')})")
+    rc, sm, err = load("sampling")
+    if rc != 0 or sm is None:
+        problems.append(f"call ask_sampling exit {rc}: {err[:300]}")
+    else:
+        text = "".join(b.get("text", "") for b in sm["result"].get("content", []))
+        info.append("sampling ok" if sampling_text in text else "sampling FAILED")
+        if sampling_text not in text:
+            problems.append(f"ask_sampling: result {text!r}")
+    return (not problems), "; ".join(problems or info)
+
+
+if __name__ == "__main__":
+    kind = sys.argv[1]
+    if kind == "peer-client":
+        ok, detail = peer_client(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
+    else:
+        ok, detail = mcpflow_client(sys.argv[2], sys.argv[3])
+    print(("PASS " if ok else "FAIL ") + detail)

