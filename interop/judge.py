@@ -6,6 +6,7 @@ Prints `PASS detail` or `FAIL detail` (one line).
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -56,14 +57,16 @@ def peer_client(path, sampling_text, check_change):
     if logs_on_wire < 1 or not out.get("logs"):
         problems.append("no log notification before a result, or not delivered to the log callback")
     if check_change:
-        ch = [n for n in names if "change" in n]
+        change_tool = os.environ.get("JUDGE_CHANGE_TOOL")
+        ch = [n for n in names if (n == change_tool if change_tool else "change" in n)]
         if ch:
             order = calls[ch[0]]["wire"]["order"]
             mid = "notifications/tools/list_changed" in order[: order.index("RESPONSE")] if "RESPONSE" in order else False
             info.append(f"list_changed mid-call {'yes' if mid else 'no'}")
             if not mid or calls[ch[0]].get("list_changed", 0) < 1:
                 problems.append(f"list_changed not received mid-call (order {order}, handler {calls[ch[0]].get('list_changed')})")
-    sm = [n for n in names if "sampling" in n]
+    sampling_tool = os.environ.get("JUDGE_SAMPLING_TOOL")
+    sm = [n for n in names if (n == sampling_tool if sampling_tool else "sampling" in n)]
     if sm:
         c = calls[sm[0]]
         ok = sampling_text in (c.get("text") or "") and out.get("sampling_requests", 0) >= 1

@@ -50,6 +50,16 @@ for c in py2-auto py2-legacy py1 ts; do
     report "mcpflow <- $c" "$(judge peer-client "$f.out" "$SAMPLING_TEXT" 0)"
 done
 
+# --- the mcpflow demo server (list_changed mid-call) against the peer clients ------------
+DEMO_TOOLS=(--progress count_to_three --log count_to_three --change install_plugin --sampling ask_model)
+for c in py2-auto py2-legacy py1 ts; do
+    f="$logs/mcpflow-demo-server.$c"
+    # shellcheck disable=SC2086
+    $T ${clients[$c]} "${DEMO_TOOLS[@]}" --sampling-text "$SAMPLING_TEXT" -- "$mcpflow" serve demo >"$f.out" 2>"$f.err"
+    echo $? >"$f.rc"
+    report "mcpflow(demo) <- $c" "$(JUDGE_CHANGE_TOOL=install_plugin JUDGE_SAMPLING_TOOL=ask_model judge peer-client "$f.out" "$SAMPLING_TEXT" 1)"
+done
+
 # --- the peer servers against the mcpflow client ----------------------------------
 declare -A servers=(
     [py2]="$py2 $root/interop/peers/server.py"

@@ -55,6 +55,14 @@ fn first_text(result: &CallToolResult) -> String {
         .to_owned()
 }
 
+/// The demo's server, for `mcpflow serve demo` (stdio): progress with a log line per
+/// step, a tool that registers another tool while it runs (`tools/list_changed`
+/// mid-call), sampling during a call, and a slow tool to cancel.
+pub(crate) fn stdio_demo_server() -> Server {
+    let (events, _unobserved) = mpsc::unbounded_channel();
+    demo_server(events)
+}
+
 fn demo_server(events: mpsc::UnboundedSender<ServerEvent>) -> Server {
     Server::builder("mcpflow-demo-server", env!("CARGO_PKG_VERSION"))
         .tool(
@@ -63,6 +71,7 @@ fn demo_server(events: mpsc::UnboundedSender<ServerEvent>) -> Server {
                 for step in 1..=3_u32 {
                     tokio::time::sleep(Duration::from_millis(30)).await;
                     let message = format!("step {step}");
+                    let _ = cx.log(mcpflow::protocol::LoggingLevel::Info, message.as_str()).await;
                     cx.progress(f64::from(step), Some(3.0), Some(&message))
                         .await
                         .map_err(|e| ToolError::failed(e.to_string()))?;

@@ -78,6 +78,9 @@ enum Command {
 enum ServeWhat {
     /// The conformance suite's "everything" server.
     Everything,
+    /// The demo's server: progress with logs, a tool that adds a tool mid-call
+    /// (`tools/list_changed`), sampling during a call, a slow tool to cancel.
+    Demo,
 }
 
 fn parse_secs(s: &str) -> Result<f64, String> {
@@ -120,10 +123,12 @@ fn main() -> ExitCode {
                     1
                 }
             },
-            Command::Serve {
-                server: ServeWhat::Everything,
-            } => {
-                everything::everything_server()
+            Command::Serve { server } => {
+                let server = match server {
+                    ServeWhat::Everything => everything::everything_server(),
+                    ServeWhat::Demo => demo::stdio_demo_server(),
+                };
+                server
                     .serve(mcpflow::transport::stdio::stdio())
                     .wait()
                     .await;
