@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{ALL, Kind, RawPeer, bounded, bounded_for, pair};
+use common::{ALL, Kind, MEMORY, RawPeer, bounded, bounded_for, pair};
 use mcpflow::client::Client;
 use mcpflow::protocol::{CallToolRequestParams, CallToolResult, LoggingLevel, Tool};
 use mcpflow::server::Server;
@@ -168,6 +168,12 @@ async fn burst_of_100_list_changed_costs_at_most_two_tools_list_requests() {
 /// the rest get a busy error at once, and the admitted ones complete when released.
 #[tokio::test]
 async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
+    for kind in ALL {
+        ten_thousand_peer_requests_at_once_bounded_with_busy_errors_over(kind).await;
+    }
+}
+
+async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors_over(kind: Kind) {
     const N: usize = 10_000;
     let (release, released) = watch::channel(false);
     let config = SessionConfig::builder()
@@ -184,7 +190,7 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
             }
         })
         .build();
-    let (c, s) = pair(Kind::MemoryLarge);
+    let (c, s) = pair(kind);
     let running = server.serve(s);
     let (mut reader, mut writer) = c.split();
     let meta = FrameMeta {
@@ -205,15 +211,19 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
                 .await
                 .unwrap();
         }
+        writer.flush().await.unwrap();
         writer
     });
     let (mut busy, mut ok) = (0, 0);
     let mut peak = 0;
     while busy + ok < N {
-        let frame = bounded("flood replies", reader.read_frame())
-            .await
-            .unwrap()
-            .expect("frame");
+        let frame = bounded(
+            &format!("flood replies over {kind:?} after {busy} busy and {ok} ok"),
+            reader.read_frame(),
+        )
+        .await
+        .unwrap()
+        .expect("frame");
         let InboundFrame::Message(bytes) = frame else {
             panic!("oversized")
         };
@@ -247,6 +257,12 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
 /// observes `notifications/cancelled`, and a late answer would be ignored.
 #[tokio::test(start_paused = true)]
 async fn request_times_out_and_the_server_observes_cancellation() {
+    for kind in MEMORY {
+        request_times_out_and_the_server_observes_cancellation_over(kind).await;
+    }
+}
+
+async fn request_times_out_and_the_server_observes_cancellation_over(kind: Kind) {
     let cancelled = Arc::new(Notify::new());
     let observed = cancelled.clone();
     let server = Server::builder("slow", "1")
@@ -259,7 +275,7 @@ async fn request_times_out_and_the_server_observes_cancellation() {
             }
         })
         .build();
-    let (c, s) = pair(Kind::Memory0);
+    let (c, s) = pair(kind);
     let _running = server.serve(s);
     let client = bounded("connect", Client::builder("t", "1").connect(c))
         .await
@@ -284,6 +300,12 @@ async fn request_times_out_and_the_server_observes_cancellation() {
 /// Guarantee 6: progress restarts the timeout clock; the maximum total still applies.
 #[tokio::test(start_paused = true)]
 async fn progress_resets_the_timeout_and_max_total_caps_it() {
+    for kind in MEMORY {
+        progress_resets_the_timeout_and_max_total_caps_it_over(kind).await;
+    }
+}
+
+async fn progress_resets_the_timeout_and_max_total_caps_it_over(kind: Kind) {
     let server = Server::builder("ticker", "1")
         .tool(tool("tick"), |_a, cx| async move {
             for i in 0..6 {
@@ -293,7 +315,7 @@ async fn progress_resets_the_timeout_and_max_total_caps_it() {
             Ok(CallToolResult::text("finished"))
         })
         .build();
-    let (c, s) = pair(Kind::Memory1);
+    let (c, s) = pair(kind);
     let _running = server.serve(s);
     let client = bounded("connect", Client::builder("t", "1").connect(c))
         .await
@@ -370,7 +392,13 @@ async fn dropping_a_call_sends_cancelled() {
 /// Guarantee 6: a late response to a timed-out request is ignored.
 #[tokio::test(start_paused = true)]
 async fn late_response_after_timeout_is_ignored() {
-    let (c, s) = pair(Kind::Memory0);
+    for kind in MEMORY {
+        late_response_after_timeout_is_ignored_over(kind).await;
+    }
+}
+
+async fn late_response_after_timeout_is_ignored_over(kind: Kind) {
+    let (c, s) = pair(kind);
     let server = tokio::spawn(async move {
         let mut peer = RawPeer::new(s);
         peer.accept_initialize().await;
@@ -656,6 +684,12 @@ kill -9 $$
 /// cancellation.
 #[tokio::test(start_paused = true)]
 async fn close_is_bounded_when_a_handler_ignores_cancellation() {
+    for kind in MEMORY {
+        close_is_bounded_when_a_handler_ignores_cancellation_over(kind).await;
+    }
+}
+
+async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
     let started = Arc::new(Notify::new());
     let s1 = started.clone();
     let server = Server::builder("stubborn", "1")
@@ -668,7 +702,7 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation() {
             }
         })
         .build();
-    let (c, s) = pair(Kind::Memory1);
+    let (c, s) = pair(kind);
     let running = server.serve(s);
     let client = bounded("connect", Client::builder("t", "1").connect(c))
         .await

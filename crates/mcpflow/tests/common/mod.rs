@@ -39,6 +39,10 @@ pub enum Kind {
 
 pub const ALL: [Kind; 4] = [Kind::Memory0, Kind::Memory1, Kind::MemoryLarge, Kind::Stdio];
 
+/// The in-memory kinds: for paused-clock scenarios, where real socket I/O could race
+/// the clock's auto-advance.
+pub const MEMORY: [Kind; 3] = [Kind::Memory0, Kind::Memory1, Kind::MemoryLarge];
+
 /// A connected pair of transports of one kind, boxed behind one type.
 pub enum AnyTransport {
     Memory(MemoryTransport),
