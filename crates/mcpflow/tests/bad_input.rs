@@ -28,8 +28,10 @@ enum Outcome {
     Served(i64),
     /// No answer (responses and notifications are never answered); a log line at most.
     Dropped,
+    /// A tool result with `isError: true` for this id (the handler did not run).
+    ToolError(i64),
 }
-use Outcome::{Dropped, Error, Served};
+use Outcome::{Dropped, Error, Served, ToolError};
 
 const PARSE: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -300,6 +302,13 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Outcome)> {
             s(r#"{"jsonrpc":"2.0","id":"51","method":"ping"}"#),
             Served(51),
         ),
+        (
+            "arguments that violate the input schema (a tool error, SEP-1303)",
+            s(
+                r#"{"jsonrpc":"2.0","id":52,"method":"tools/call","params":{"name":"strict","arguments":{"n":"x"}}}"#,
+            ),
+            ToolError(52),
+        ),
     ]
 }
 
@@ -317,6 +326,17 @@ async fn every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_se
         .tool(
             Tool::new("echo", "echo", Tool::empty_input_schema()),
             |_a, _c| async { Ok(CallToolResult::text("x")) },
+        )
+        .tool(
+            Tool::new(
+                "strict",
+                "takes an integer",
+                json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            |_a, _c| async { Ok(CallToolResult::text("ran")) },
         )
         .prompt(
             Prompt::new("greet", "greets").with_argument(PromptArgument::new("name", "who", true)),
@@ -360,6 +380,11 @@ async fn every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_se
                     reply["id"] == json!(id) || reply["id"] == json!(id.to_string()),
                     "{name}: {reply}"
                 );
+            }
+            ToolError(id) => {
+                let reply = bounded(name, peer.recv()).await.expect("a reply");
+                assert_eq!(reply["id"], json!(id), "{name}: {reply}");
+                assert_eq!(reply["result"]["isError"], json!(true), "{name}: {reply}");
             }
             Dropped => {}
         }

@@ -244,6 +244,11 @@ const REQUIREMENTS: &[Requirement] = &[
         ],
     },
     Requirement {
+        id: "S-tool-input-validation",
+        text: "tool arguments are validated against inputSchema; 2025-11-25 reports violations as tool errors (SEP-1303)",
+        tests: &["server::arguments_are_validated_against_the_input_schema"],
+    },
+    Requirement {
         id: "S-subscribe",
         text: "resources/updated goes only to clients subscribed to that URI",
         tests: &["server::resources_templates_and_subscriptions"],

@@ -224,3 +224,77 @@ async fn batches_are_received_under_2025_03_26_only() {
         }
     }
 }
+
+/// Arguments are checked against the tool's `inputSchema` before the handler runs.
+/// Under 2025-11-25 a violation is a tool execution error (SEP-1303: `isError`, so the
+/// model can correct itself); under older versions a -32602 protocol error. Both name
+/// the path and the reason.
+#[tokio::test]
+async fn arguments_are_validated_against_the_input_schema() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"count": {"type": "integer", "minimum": 1}},
+        "required": ["count"],
+        "additionalProperties": false
+    });
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for (version, expect_tool_error) in [("2025-11-25", true), ("2025-06-18", false)] {
+        let seen = ran.clone();
+        let server = Server::builder("strict", "1")
+            .tool(
+                Tool::new("repeat", "repeats", schema.as_object().unwrap().clone()),
+                move |args, _cx| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        Ok(CallToolResult::text(format!("{}", args["count"])))
+                    }
+                },
+            )
+            .build();
+        let (c, s) = pair(Kind::Memory1);
+        let _running = server.serve(s);
+        let client = Client::builder("t", "1").protocol_version(
+            mcpflow::protocol::ProtocolVersion::from_static(match version {
+                "2025-11-25" => "2025-11-25",
+                _ => "2025-06-18",
+            }),
+        );
+        let client = bounded("connect", client.connect(c))
+            .await
+            .expect("connect");
+        let ok = bounded(
+            "valid call",
+            client.call_tool("repeat", json!({"count": 2})),
+        )
+        .await
+        .expect("valid");
+        assert_eq!(ok.content[0].as_text(), Some("2"));
+        let bad = bounded(
+            "invalid call",
+            client.call_tool("repeat", json!({"count": 0, "extra": true})),
+        )
+        .await;
+        if expect_tool_error {
+            let result = bad.expect("a tool error, not a protocol error");
+            assert!(result.is_error());
+            let text = result.content[0].as_text().unwrap();
+            assert!(text.contains("/count") && text.contains("extra"), "{text}");
+        } else {
+            let err = bad.expect_err("a protocol error");
+            let rejection = err.rejection().expect("rejected");
+            assert_eq!(rejection.code.0, -32602);
+            assert_eq!(
+                rejection.data.as_ref().unwrap()["errors"][0]["path"],
+                "/count",
+                "{rejection:?}"
+            );
+        }
+        bounded("close", client.close()).await;
+    }
+    assert_eq!(
+        ran.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the handler never saw invalid arguments"
+    );
+}

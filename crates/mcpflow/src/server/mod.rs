@@ -134,10 +134,10 @@ impl ServerBuilder {
         F: Fn(JsonObject, ServerContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
-        self.registry.upsert_tool(ToolEntry {
+        self.registry.upsert_tool(ToolEntry::new(
             tool,
-            handler: Arc::new(move |args, cx| Box::pin(handler(args, cx))),
-        });
+            Arc::new(move |args, cx| Box::pin(handler(args, cx))),
+        ));
         self
     }
 
@@ -348,10 +348,7 @@ impl Server {
         F: Fn(JsonObject, ServerContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
-        let entry = ToolEntry {
-            tool,
-            handler: Arc::new(move |args, cx| Box::pin(handler(args, cx))),
-        };
+        let entry = ToolEntry::new(tool, Arc::new(move |args, cx| Box::pin(handler(args, cx))));
         self.update_registry(|r| r.upsert_tool(entry));
         self.broadcast(method::TOOL_LIST_CHANGED).await;
     }
@@ -512,6 +509,32 @@ fn result<T: Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
     serde_json::value::to_raw_value(value).map_err(ErrorObject::internal)
 }
 
+/// Arguments that violate a tool's `inputSchema`. From 2025-11-25 on (SEP-1303) this is
+/// a tool execution error (`isError: true`, so the model can correct itself); before,
+/// a `-32602` protocol error. Either way the message names each path and reason.
+fn invalid_arguments(
+    tool: &str,
+    violations: &[(String, String)],
+    version: Option<ProtocolVersion>,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let detail = violations
+        .iter()
+        .map(|(path, reason)| format!("{path}: {reason}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let message = format!("invalid arguments for tool `{tool}`: {detail}");
+    let tool_error = version.is_none_or(|v| v.as_str() >= ProtocolVersion::V2025_11_25.as_str());
+    if tool_error {
+        result(&CallToolResult::error(message))
+    } else {
+        let errors: Vec<_> = violations
+            .iter()
+            .map(|(path, reason)| serde_json::json!({ "path": path, "reason": reason }))
+            .collect();
+        Err(ErrorObject::invalid_params(message).with_data(serde_json::json!({ "errors": errors })))
+    }
+}
+
 fn page<T: Clone>(
     items: &[T],
     cursor: Option<&str>,
@@ -598,16 +621,25 @@ impl Service for ServerService {
                 }
                 method::TOOLS_CALL => {
                     let p: CallToolRequestParams = required_params(raw)?;
-                    let handler = server
+                    let entry = server
                         .registry()
                         .tools
                         .iter()
                         .find(|t| t.tool.name == p.name)
-                        .map(|t| t.handler.clone())
+                        .cloned()
                         .ok_or_else(|| {
                             ErrorObject::invalid_params(format!("unknown tool: {}", p.name))
                         })?;
-                    match handler(p.arguments.unwrap_or_default(), cx).await {
+                    let arguments = p.arguments.unwrap_or_default();
+                    let violations = entry.violations(&arguments);
+                    if !violations.is_empty() {
+                        return invalid_arguments(
+                            &p.name,
+                            &violations,
+                            connection.protocol_version(),
+                        );
+                    }
+                    match (entry.handler)(arguments, cx).await {
                         Ok(call) => result(&call),
                         Err(ToolError::Failed(message)) => result(&CallToolResult::error(message)),
                         Err(ToolError::Protocol(error)) => Err(error),

@@ -79,6 +79,50 @@ pub type CompletionHandler = Arc<
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) handler: ToolHandler,
+    /// The tool's `inputSchema`, compiled once; `None` when it does not compile (the
+    /// arguments then go to the handler unchecked, and a warning was logged).
+    pub(crate) validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ToolEntry {
+    pub(crate) fn new(tool: Tool, handler: ToolHandler) -> Self {
+        let schema = serde_json::Value::Object(tool.input_schema.clone());
+        let validator = match jsonschema::validator_for(&schema) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, error = %e, "the tool's inputSchema does not compile; its arguments will not be validated");
+                None
+            }
+        };
+        ToolEntry {
+            tool,
+            handler,
+            validator,
+        }
+    }
+
+    /// Check arguments against the input schema: each violation as `(path, reason)`.
+    pub(crate) fn violations(&self, arguments: &JsonObject) -> Vec<(String, String)> {
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        let instance = serde_json::Value::Object(arguments.clone());
+        validator
+            .iter_errors(&instance)
+            .take(10)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                (
+                    if path.is_empty() {
+                        "/".to_owned()
+                    } else {
+                        path
+                    },
+                    e.to_string(),
+                )
+            })
+            .collect()
+    }
 }
 
 #[derive(Clone)]
