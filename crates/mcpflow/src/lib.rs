@@ -60,6 +60,7 @@ pub mod transport;
 pub use config::{SessionConfig, SessionConfigBuilder};
 pub use error::{CloseReason, SessionError, TransportError};
 pub use mcpflow_protocol as protocol;
+pub use schemars;
 pub use session::{
     BoxFuture, Peer, PendingRequest, ProgressUpdate, RequestContext, RequestEvent, RequestOptions,
     Service, Session,

@@ -252,6 +252,7 @@ impl ClientBuilder {
             handlers: self.handlers.clone(),
             server: OnceLock::new(),
             caches: OnceLock::new(),
+            output_validators: std::sync::Mutex::new(OutputValidators::new()),
         });
         let service = Arc::new(ClientService {
             shared: shared.clone(),
@@ -309,6 +310,36 @@ struct ClientShared {
     handlers: Handlers,
     server: OnceLock<InitializeResult>,
     caches: OnceLock<Caches>,
+    /// Compiled `outputSchema`s by tool name, with the schema text they came from.
+    output_validators: std::sync::Mutex<OutputValidators>,
+}
+
+type OutputValidators =
+    std::collections::HashMap<String, (String, Option<Arc<jsonschema::Validator>>)>;
+
+/// A typed tool call did not produce the expected value.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolCallError {
+    /// The request failed (peer error, timeout, closed connection, invalid output).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The tool ran and reported a failure (`isError: true`).
+    #[error("tool `{tool}` failed: {message}")]
+    Failed {
+        /// The tool's name.
+        tool: String,
+        /// The text the tool returned.
+        message: String,
+    },
+    /// The result could not be read as the requested type.
+    #[error("tool `{tool}` returned {detail}")]
+    UnexpectedOutput {
+        /// The tool's name.
+        tool: String,
+        /// What did not fit.
+        detail: String,
+    },
 }
 
 struct Caches {
@@ -542,7 +573,112 @@ impl ClientHandle {
         params: &CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
-        self.request::<methods::CallTool>(params, options).await
+        let result = self.request::<methods::CallTool>(params, options).await?;
+        self.check_output(&params.name, &result)?;
+        Ok(result)
+    }
+
+    /// Call a tool and read its result as `T`: from `structuredContent`, or else from
+    /// the first text block parsed as JSON.
+    ///
+    /// # Errors
+    /// [`ToolCallError::Failed`] when the tool reports `isError`,
+    /// [`ToolCallError::UnexpectedOutput`] when the result is not a `T`, and
+    /// [`ToolCallError::Session`] as [`call_tool`](Self::call_tool).
+    pub async fn call_tool_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<T, ToolCallError> {
+        let arguments = serde_json::to_value(arguments).map_err(|e| SessionError::Codec {
+            method: method::TOOLS_CALL.into(),
+            detail: format!("arguments do not serialize: {e}"),
+        })?;
+        let result = self.call_tool(name, arguments).await?;
+        let text = || {
+            result
+                .content
+                .iter()
+                .find_map(|c| c.as_text())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        if result.is_error() {
+            return Err(ToolCallError::Failed {
+                tool: name.to_owned(),
+                message: text(),
+            });
+        }
+        let value = match &result.structured_content {
+            Some(value) => value.clone(),
+            None => serde_json::from_str(&text()).map_err(|e| ToolCallError::UnexpectedOutput {
+                tool: name.to_owned(),
+                detail: format!("no structuredContent, and its text is not JSON: {e}"),
+            })?,
+        };
+        serde_json::from_value(value).map_err(|e| ToolCallError::UnexpectedOutput {
+            tool: name.to_owned(),
+            detail: format!("a value that does not fit the requested type: {e}"),
+        })
+    }
+
+    /// Check `structuredContent` against the tool's `outputSchema`, when the tool list
+    /// has been loaded and declares one. Tool errors are not checked.
+    fn check_output(&self, tool: &str, result: &CallToolResult) -> Result<(), SessionError> {
+        if result.is_error() {
+            return Ok(());
+        }
+        let Some(schema) = self.caches().tools.snapshot().and_then(|tools| {
+            tools
+                .iter()
+                .find(|t| t.name == tool)
+                .and_then(|t| t.output_schema.clone())
+        }) else {
+            return Ok(());
+        };
+        let invalid = |detail: String| SessionError::Codec {
+            method: method::TOOLS_CALL.into(),
+            detail: format!("tool `{tool}`: {detail}"),
+        };
+        let Some(structured) = &result.structured_content else {
+            return Err(invalid(
+                "the tool declares an outputSchema but returned no structuredContent".to_owned(),
+            ));
+        };
+        let schema = serde_json::Value::Object(schema);
+        let schema_text = schema.to_string();
+        let validator = {
+            let mut cache = self
+                .shared
+                .output_validators
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match cache.get(tool) {
+                Some((text, validator)) if *text == schema_text => validator.clone(),
+                _ => {
+                    let validator = jsonschema::validator_for(&schema).ok().map(Arc::new);
+                    cache.insert(tool.to_owned(), (schema_text, validator.clone()));
+                    validator
+                }
+            }
+        };
+        let Some(validator) = validator else {
+            tracing::warn!(%tool, "the tool's outputSchema does not compile; its output is not checked");
+            return Ok(());
+        };
+        let errors: Vec<String> = validator
+            .iter_errors(structured)
+            .take(5)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(invalid(format!(
+                "structuredContent does not match its outputSchema: {}",
+                errors.join("; ")
+            )))
+        }
     }
 
     /// Start a tool call and read its progress as a stream

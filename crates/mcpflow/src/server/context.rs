@@ -148,6 +148,37 @@ impl ServerContext {
             .await
     }
 
+    /// Ask the user for a value of type `T` through a form (`elicitation/create`, form
+    /// mode): `T`'s JSON Schema is the requested schema (keep it flat: strings, numbers,
+    /// booleans and enums). `Ok(Some(value))` when the user accepted, `Ok(None)` when
+    /// they declined or cancelled.
+    ///
+    /// # Errors
+    /// As [`ServerContext::elicit`], or [`SessionError::Codec`] when the answer does not
+    /// fit `T`.
+    pub async fn elicit_as<T>(&self, message: &str) -> Result<Option<T>, SessionError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        let mut schema = super::typed::schema_of::<T>();
+        // Elicitation schemas are a restricted subset: drop the meta keys schemars adds.
+        schema.remove("$schema");
+        schema.remove("title");
+        let answer = self
+            .elicit(ElicitRequestParams::form(message, schema))
+            .await?;
+        if answer.action != mcpflow_protocol::ElicitAction::Accept {
+            return Ok(None);
+        }
+        let content = serde_json::Value::Object(answer.content.unwrap_or_default());
+        serde_json::from_value(content)
+            .map(Some)
+            .map_err(|e| SessionError::Codec {
+                method: method::ELICITATION_CREATE.into(),
+                detail: format!("the user's answer does not fit the requested type: {e}"),
+            })
+    }
+
     /// Ask the client for its roots (`roots/list`).
     ///
     /// # Errors

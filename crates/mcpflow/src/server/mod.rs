@@ -24,6 +24,7 @@
 
 mod context;
 mod registry;
+mod typed;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -52,6 +53,7 @@ use serde_json::value::RawValue;
 pub use context::ServerContext;
 pub use registry::{CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler};
 use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+pub use typed::{Structured, ToolOutput, schema_of};
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;
@@ -129,15 +131,19 @@ impl ServerBuilder {
     }
 
     /// Register a tool.
-    pub fn tool<F, Fut>(mut self, tool: Tool, handler: F) -> Self
+    pub fn tool<F, Fut>(self, tool: Tool, handler: F) -> Self
     where
         F: Fn(JsonObject, ServerContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
-        self.registry.upsert_tool(ToolEntry::new(
+        self.tool_entry(ToolEntry::new(
             tool,
             Arc::new(move |args, cx| Box::pin(handler(args, cx))),
-        ));
+        ))
+    }
+
+    pub(crate) fn tool_entry(mut self, entry: ToolEntry) -> Self {
+        self.registry.upsert_tool(entry);
         self
     }
 

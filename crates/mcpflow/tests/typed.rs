@@ -1,0 +1,193 @@
+//! Typed tools from plain Rust functions, typed elicitation, and the client's checks of
+//! structured output.
+#![allow(clippy::unwrap_used)] // panics are how tests fail
+
+mod common;
+
+use common::{Kind, bounded, pair};
+use mcpflow::client::{Client, ToolCallError};
+use mcpflow::protocol::{CallToolResult, ElicitAction, ElicitResult, JsonObject, Tool};
+use mcpflow::schemars::JsonSchema;
+use mcpflow::server::{Server, Structured};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Arguments of `divide`.
+#[derive(Deserialize, JsonSchema)]
+struct DivideArgs {
+    /// The dividend.
+    a: f64,
+    /// The divisor; must not be zero.
+    b: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, PartialEq, Debug)]
+struct Quotient {
+    quotient: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    /// Whether to go ahead.
+    proceed: bool,
+}
+
+fn server() -> Server {
+    Server::builder("typed", "1")
+        .typed_tool(
+            "divide",
+            "Divide a by b",
+            |args: DivideArgs, _cx| async move {
+                if args.b == 0.0 {
+                    return Err("division by zero");
+                }
+                Ok(Structured(Quotient {
+                    quotient: args.a / args.b,
+                }))
+            },
+        )
+        .typed_tool(
+            "confirm",
+            "Ask the user first",
+            |_args: JsonObject, cx| async move {
+                match cx.elicit_as::<Confirm>("Proceed?").await {
+                    Ok(Some(c)) if c.proceed => Ok("done".to_owned()),
+                    Ok(_) => Ok("skipped".to_owned()),
+                    Err(e) => Err(e.to_string()),
+                }
+            },
+        )
+        .tool(
+            Tool::new(
+                "liar",
+                "declares an output schema it does not keep",
+                Tool::empty_input_schema(),
+            )
+            .with_output_schema(
+                json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            |_a, _c| async { Ok(CallToolResult::structured(json!({"n": "not a number"}))) },
+        )
+        .build()
+}
+
+#[tokio::test]
+async fn typed_tools_declare_schemas_validate_and_return_structured_content() {
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server().serve(s);
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    let tools = bounded("tools", client.tools()).await.expect("tools");
+    let divide = tools.iter().find(|t| t.name == "divide").unwrap();
+    assert_eq!(
+        divide.input_schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(divide.input_schema["type"], "object");
+    assert_eq!(
+        divide.input_schema["properties"]["b"]["description"],
+        "The divisor; must not be zero."
+    );
+    assert_eq!(divide.input_schema["required"], json!(["a", "b"]));
+    assert!(divide.output_schema.as_ref().unwrap()["properties"]["quotient"].is_object());
+
+    let q: Quotient = bounded(
+        "typed call",
+        client.call_tool_typed("divide", json!({"a": 7, "b": 2})),
+    )
+    .await
+    .expect("typed");
+    assert_eq!(q, Quotient { quotient: 3.5 });
+    let raw = bounded(
+        "raw call",
+        client.call_tool("divide", json!({"a": 1, "b": 4})),
+    )
+    .await
+    .expect("call");
+    assert_eq!(raw.structured_content, Some(json!({"quotient": 0.25})));
+    assert_eq!(
+        raw.content[0].as_text(),
+        Some(r#"{"quotient":0.25}"#),
+        "JSON text for older clients"
+    );
+
+    let failed = bounded(
+        "error",
+        client.call_tool_typed::<Quotient>("divide", json!({"a": 1, "b": 0})),
+    )
+    .await;
+    assert!(
+        matches!(&failed, Err(ToolCallError::Failed { message, .. }) if message == "division by zero"),
+        "{failed:?}"
+    );
+
+    let invalid = bounded("invalid", client.call_tool("divide", json!({"a": "x"})))
+        .await
+        .expect("a tool error");
+    assert!(invalid.is_error());
+    let text = invalid.content[0].as_text().unwrap();
+    assert!(text.contains("/a") && text.contains("\"b\""), "{text}");
+    bounded("close", client.close()).await;
+}
+
+#[tokio::test]
+async fn the_client_checks_structured_content_against_the_output_schema() {
+    let (c, s) = pair(Kind::Memory0);
+    let _running = server().serve(s);
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    // Without the tool list the client has no schema to check against.
+    bounded("unchecked", client.call_tool("liar", json!({})))
+        .await
+        .expect("not checked yet");
+    bounded("tools", client.tools()).await.expect("tools");
+    let err = bounded("checked", client.call_tool("liar", json!({})))
+        .await
+        .expect_err("checked now");
+    assert!(
+        err.to_string().contains("outputSchema") && err.to_string().contains("/n"),
+        "{err}"
+    );
+    bounded("close", client.close()).await;
+}
+
+#[tokio::test]
+async fn typed_elicitation_reads_the_users_answer() {
+    for (action, expected) in [("accept", "done"), ("decline", "skipped")] {
+        let (c, s) = pair(Kind::Memory1);
+        let _running = server().serve(s);
+        let client =
+            Client::builder("t", "1").on_elicitation(false, move |params, _c| async move {
+                let mcpflow::protocol::ElicitRequestParams::Form(form) = params else {
+                    panic!("form mode")
+                };
+                assert_eq!(
+                    form.requested_schema["properties"]["proceed"]["type"],
+                    "boolean"
+                );
+                assert!(form.requested_schema.get("$schema").is_none());
+                Ok(match action {
+                    "accept" => {
+                        ElicitResult::accept(json!({"proceed": true}).as_object().unwrap().clone())
+                    }
+                    _ => ElicitResult {
+                        action: ElicitAction::Decline,
+                        ..ElicitResult::decline()
+                    },
+                })
+            });
+        let client = bounded("connect", client.connect(c))
+            .await
+            .expect("connect");
+        let result = bounded("confirm", client.call_tool("confirm", json!({})))
+            .await
+            .expect("call");
+        assert_eq!(result.content[0].as_text(), Some(expected));
+        bounded("close", client.close()).await;
+    }
+}
