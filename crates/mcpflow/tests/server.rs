@@ -298,3 +298,43 @@ async fn arguments_are_validated_against_the_input_schema() {
         "the handler never saw invalid arguments"
     );
 }
+
+/// A handler sees the request's `_meta`, vendor keys and progress token included.
+#[tokio::test]
+async fn handlers_see_the_request_meta() {
+    let server = Server::builder("meta", "1")
+        .tool(
+            Tool::new("meta", "echoes _meta", Tool::empty_input_schema()),
+            |_a, cx| async move {
+                let meta = cx.meta().cloned().unwrap_or_default();
+                Ok(CallToolResult::text(
+                    serde_json::Value::Object(meta).to_string(),
+                ))
+            },
+        )
+        .build();
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server.serve(s);
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    let mut extra = mcpflow::protocol::JsonObject::new();
+    extra.insert("com.example/trace".into(), json!("abc"));
+    let options = mcpflow::RequestOptions::new()
+        .meta(extra)
+        .with_progress_token();
+    let result = bounded(
+        "call with _meta",
+        client.call_tool_with(
+            &mcpflow::protocol::CallToolRequestParams::new("meta"),
+            options,
+        ),
+    )
+    .await
+    .expect("call");
+    let meta: serde_json::Value =
+        serde_json::from_str(result.content[0].as_text().unwrap()).unwrap();
+    assert_eq!(meta["com.example/trace"], "abc");
+    assert!(meta["progressToken"].is_i64(), "{meta}");
+    bounded("close", client.close()).await;
+}

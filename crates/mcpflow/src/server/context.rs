@@ -60,6 +60,11 @@ impl ServerContext {
         self.request.cancellation()
     }
 
+    /// The request's `params._meta` (progress token, vendor keys).
+    pub fn meta(&self) -> Option<&mcpflow_protocol::Meta> {
+        self.request.meta()
+    }
+
     /// What the client declared in `initialize`.
     pub fn client_capabilities(&self) -> ClientCapabilities {
         self.connection.client_capabilities()

@@ -115,9 +115,11 @@ impl Inbound {
             permit = self.slots.clone().acquire_owned() => permit,
         };
         let method = request.method.clone();
+        let (meta, progress_token) = request_meta(request.params.as_deref());
         let cx = RequestContext {
             id: id.clone(),
-            progress_token: progress_token(request.params.as_deref()),
+            progress_token,
+            meta,
             cancel: token.clone(),
             peer: peer.clone(),
         };
@@ -259,22 +261,30 @@ impl Drop for AdmittedGuard<'_> {
     }
 }
 
-fn progress_token(params: Option<&RawValue>) -> Option<Box<RawValue>> {
+/// The request's `params._meta` (when it is an object) and its progress token (when
+/// that is a string or an integer), read once when the request is admitted.
+fn request_meta(
+    params: Option<&RawValue>,
+) -> (
+    Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+    Option<Box<RawValue>>,
+) {
     #[derive(Deserialize)]
     struct Params {
         #[serde(rename = "_meta")]
-        meta: Option<MetaHead>,
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
     }
-    #[derive(Deserialize)]
-    struct MetaHead {
-        #[serde(rename = "progressToken")]
-        progress_token: Option<Box<RawValue>>,
-    }
-    let params: Params = serde_json::from_str(params?.get()).ok()?;
-    let token = params.meta?.progress_token?;
-    // Tokens are strings or integers; anything else is ignored.
-    let text = token.get();
-    (text.starts_with('"') || text.parse::<i64>().is_ok()).then_some(token)
+    let Some(meta) = params
+        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
+        .and_then(|p| p.meta)
+    else {
+        return (None, None);
+    };
+    let token = meta
+        .get("progressToken")
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .and_then(|t| serde_json::value::to_raw_value(t).ok());
+    (Some(Arc::new(meta)), token)
 }
 
 /// What a request handler gets besides the params: its id, its cancellation token, its
@@ -284,6 +294,7 @@ fn progress_token(params: Option<&RawValue>) -> Option<Box<RawValue>> {
 pub struct RequestContext {
     id: RequestId,
     progress_token: Option<Box<RawValue>>,
+    meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     cancel: CancellationToken,
     peer: Peer,
 }
@@ -307,6 +318,11 @@ impl RequestContext {
     /// Whether the request was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// The request's `params._meta`, as the peer sent it (vendor keys included).
+    pub fn meta(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.meta.as_deref()
     }
 
     /// The progress token the peer sent, as raw JSON.
