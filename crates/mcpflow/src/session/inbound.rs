@@ -261,14 +261,12 @@ impl Drop for AdmittedGuard<'_> {
     }
 }
 
+/// A request's `params._meta`, shared between its context clones.
+type SharedMeta = Arc<serde_json::Map<String, serde_json::Value>>;
+
 /// The request's `params._meta` (when it is an object) and its progress token (when
 /// that is a string or an integer), read once when the request is admitted.
-fn request_meta(
-    params: Option<&RawValue>,
-) -> (
-    Option<Arc<serde_json::Map<String, serde_json::Value>>>,
-    Option<Box<RawValue>>,
-) {
+fn request_meta(params: Option<&RawValue>) -> (Option<SharedMeta>, Option<Box<RawValue>>) {
     #[derive(Deserialize)]
     struct Params {
         #[serde(rename = "_meta")]
@@ -294,7 +292,7 @@ fn request_meta(
 pub struct RequestContext {
     id: RequestId,
     progress_token: Option<Box<RawValue>>,
-    meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+    meta: Option<SharedMeta>,
     cancel: CancellationToken,
     peer: Peer,
 }
