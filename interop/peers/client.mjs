@@ -43,6 +43,7 @@ const calls = [];
 function argsFor(tool) {
   if (tool === "echo") return { text: "hello" };
   if (tool.includes("sampling")) return { prompt: "say something" };
+  if (tool === "ask_model") return { question: "say something" };
   return {};
 }
 

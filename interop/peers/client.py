@@ -95,6 +95,8 @@ def args_for(tool: str) -> dict[str, Any]:
         return {"text": "hello"}
     if "sampling" in tool:
         return {"prompt": "say something"}
+    if tool == "ask_model":
+        return {"question": "say something"}
     return {}
 
 

@@ -10,7 +10,9 @@ use mcpflow::protocol::{
     PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
     SamplingMessage, Tool,
 };
+use mcpflow::schemars::JsonSchema;
 use mcpflow::server::{Server, ServerContext, ToolError};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// A 1x1 red PNG, base64.
@@ -27,16 +29,25 @@ pub fn object(value: Value) -> JsonObject {
     }
 }
 
-fn empty_schema() -> JsonObject {
-    object(json!({ "type": "object", "properties": {} }))
+// Tools without arguments (an empty object schema).
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "mcpflow::schemars")]
+struct NoArgs {}
+
+// Arguments of `test_sampling`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "mcpflow::schemars")]
+struct SamplingArgs {
+    /// The prompt to send to the LLM.
+    prompt: String,
 }
 
-fn string_arg_schema(name: &str, description: &str) -> JsonObject {
-    object(json!({
-        "type": "object",
-        "properties": { name: { "type": "string", "description": description } },
-        "required": [name],
-    }))
+// Arguments of `test_elicitation`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "mcpflow::schemars")]
+struct ElicitationArgs {
+    /// The message to show the user.
+    message: Option<String>,
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
@@ -163,40 +174,26 @@ pub fn everything_server() -> Server {
     let builder = Server::builder("mcpflow-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance test server of mcpflow.")
         // ---- tools ----
-        .tool(
-            Tool::new("test_simple_text", "Tests simple text content response", empty_schema()),
-            |_args, _cx| async { Ok(CallToolResult::text("This is a simple text response for testing.")) },
+        .typed_tool("test_simple_text", "Tests simple text content response", |_args: NoArgs, _cx| async { Ok::<_, ToolError>(CallToolResult::text("This is a simple text response for testing.")) },
         )
-        .tool(
-            Tool::new("test_image_content", "Tests image content response", empty_schema()),
-            |_args, _cx| async {
-                Ok(CallToolResult::success(vec![ContentBlock::image(TEST_IMAGE_BASE64, "image/png")]))
+        .typed_tool("test_image_content", "Tests image content response", |_args: NoArgs, _cx| async {
+                Ok::<_, ToolError>(CallToolResult::success(vec![ContentBlock::image(TEST_IMAGE_BASE64, "image/png")]))
             },
         )
-        .tool(
-            Tool::new("test_audio_content", "Tests audio content response", empty_schema()),
-            |_args, _cx| async {
-                Ok(CallToolResult::success(vec![ContentBlock::audio(TEST_AUDIO_BASE64, "audio/wav")]))
+        .typed_tool("test_audio_content", "Tests audio content response", |_args: NoArgs, _cx| async {
+                Ok::<_, ToolError>(CallToolResult::success(vec![ContentBlock::audio(TEST_AUDIO_BASE64, "audio/wav")]))
             },
         )
-        .tool(
-            Tool::new("test_embedded_resource", "Tests embedded resource content response", empty_schema()),
-            |_args, _cx| async {
-                Ok(CallToolResult::success(vec![ContentBlock::embedded_text(
+        .typed_tool("test_embedded_resource", "Tests embedded resource content response", |_args: NoArgs, _cx| async {
+                Ok::<_, ToolError>(CallToolResult::success(vec![ContentBlock::embedded_text(
                     "test://embedded-resource",
                     "text/plain",
                     "This is an embedded resource content.",
                 )]))
             },
         )
-        .tool(
-            Tool::new(
-                "test_multiple_content_types",
-                "Tests response with multiple content types (text, image, resource)",
-                empty_schema(),
-            ),
-            |_args, _cx| async {
-                Ok(CallToolResult::success(vec![
+        .typed_tool("test_multiple_content_types", "Tests response with multiple content types (text, image, resource)", |_args: NoArgs, _cx| async {
+                Ok::<_, ToolError>(CallToolResult::success(vec![
                     ContentBlock::text("Multiple content types test:"),
                     ContentBlock::image(TEST_IMAGE_BASE64, "image/png"),
                     ContentBlock::embedded_text(
@@ -207,9 +204,7 @@ pub fn everything_server() -> Server {
                 ]))
             },
         )
-        .tool(
-            Tool::new("test_tool_with_logging", "Tests tool that emits log messages during execution", empty_schema()),
-            |_args, cx| async move {
+        .typed_tool("test_tool_with_logging", "Tests tool that emits log messages during execution", |_args: NoArgs, cx| async move {
                 let steps = ["Tool execution started", "Tool processing data", "Tool execution completed"];
                 for (i, step) in steps.iter().enumerate() {
                     if i > 0 {
@@ -217,16 +212,12 @@ pub fn everything_server() -> Server {
                     }
                     cx.log(LoggingLevel::Info, *step).await.map_err(|e| failed("logging", e))?;
                 }
-                Ok(CallToolResult::text("Tool with logging executed successfully"))
+                Ok::<_, ToolError>(CallToolResult::text("Tool with logging executed successfully"))
             },
         )
-        .tool(
-            Tool::new("test_error_handling", "Tests error response handling", empty_schema()),
-            |_args, _cx| async { Ok(CallToolResult::error("This tool intentionally returns an error for testing")) },
+        .typed_tool("test_error_handling", "Tests error response handling", |_args: NoArgs, _cx| async { Ok::<_, ToolError>(CallToolResult::error("This tool intentionally returns an error for testing")) },
         )
-        .tool(
-            Tool::new("test_tool_with_progress", "Tests tool that reports progress notifications", empty_schema()),
-            |_args, cx| async move {
+        .typed_tool("test_tool_with_progress", "Tests tool that reports progress notifications", |_args: NoArgs, cx| async move {
                 for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
                     if i > 0 {
                         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -247,18 +238,14 @@ pub fn everything_server() -> Server {
                             mcpflow::protocol::ProgressToken::Integer(n) => n.to_string(),
                         },
                     );
-                Ok(CallToolResult::text(token))
+                Ok::<_, ToolError>(CallToolResult::text(token))
             },
         )
-        .tool(
-            Tool::new(
-                "test_sampling",
-                "Tests server-initiated sampling (LLM completion request)",
-                string_arg_schema("prompt", "The prompt to send to the LLM"),
-            ),
-            |args, cx| async move {
-                let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
+        .typed_tool(
+            "test_sampling",
+            "Tests server-initiated sampling (LLM completion request)",
+            |args: SamplingArgs, cx| async move {
+                let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(args.prompt)], 100);
                 let result = cx.create_message(params).await.map_err(|e| failed("sampling", e))?;
                 let text = result
                     .content
@@ -267,17 +254,14 @@ pub fn everything_server() -> Server {
                     .find_map(ContentBlock::as_text)
                     .unwrap_or("No response")
                     .to_owned();
-                Ok(CallToolResult::text(format!("LLM response: {text}")))
+                Ok::<_, ToolError>(CallToolResult::text(format!("LLM response: {text}")))
             },
         )
-        .tool(
-            Tool::new(
-                "test_elicitation",
-                "Tests server-initiated elicitation (user input request)",
-                string_arg_schema("message", "The message to show the user"),
-            ),
-            |args, cx| async move {
-                let message = args.get("message").and_then(Value::as_str).unwrap_or("Please provide your details");
+        .typed_tool(
+            "test_elicitation",
+            "Tests server-initiated elicitation (user input request)",
+            |args: ElicitationArgs, cx| async move {
+                let message = args.message.as_deref().unwrap_or("Please provide your details");
                 let schema = json!({
                     "type": "object",
                     "properties": {
@@ -289,23 +273,11 @@ pub fn everything_server() -> Server {
                 elicit_text(&cx, "User response", message, schema).await
             },
         )
-        .tool(
-            Tool::new(
-                "test_elicitation_sep1034_defaults",
-                "Tests elicitation with default values per SEP-1034",
-                empty_schema(),
-            ),
-            |_args, cx| async move {
+        .typed_tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034", |_args: NoArgs, cx| async move {
                 elicit_text(&cx, "Elicitation completed", "Please review and update the form fields with defaults", sep1034_schema()).await
             },
         )
-        .tool(
-            Tool::new(
-                "test_elicitation_sep1330_enums",
-                "Tests elicitation with enum schema improvements per SEP-1330",
-                empty_schema(),
-            ),
-            |_args, cx| async move {
+        .typed_tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330", |_args: NoArgs, cx| async move {
                 elicit_text(&cx, "Elicitation completed", "Please select options from the enum fields", sep1330_schema()).await
             },
         )
@@ -322,27 +294,15 @@ pub fn everything_server() -> Server {
                 )))
             },
         )
-        .tool(
-            Tool::new(
-                "test_reconnection",
-                "Tests stream disconnection and client reconnection (SEP-1699)",
-                empty_schema(),
-            ),
-            |_args, _cx| async {
+        .typed_tool("test_reconnection", "Tests stream disconnection and client reconnection (SEP-1699)", |_args: NoArgs, _cx| async {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                Ok(CallToolResult::text(
+                Ok::<_, ToolError>(CallToolResult::text(
                     "Reconnection test completed successfully. If you received this, the client properly \
                      reconnected after stream closure.",
                 ))
             },
         )
-        .tool(
-            Tool::new(
-                "test_client_elicitation_defaults",
-                "Elicits a form whose fields have defaults, for clients that fill defaults (SEP-1034)",
-                empty_schema(),
-            ),
-            |_args, cx| async move {
+        .typed_tool("test_client_elicitation_defaults", "Elicits a form whose fields have defaults, for clients that fill defaults (SEP-1034)", |_args: NoArgs, cx| async move {
                 elicit_text(&cx, "Elicitation completed", "Please review the form fields; omitted fields take their defaults", sep1034_schema())
                     .await
             },

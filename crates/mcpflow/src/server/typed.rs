@@ -117,6 +117,12 @@ pub fn schema_of<T: JsonSchema>() -> JsonObject {
             object
                 .entry("type")
                 .or_insert_with(|| serde_json::Value::String("object".to_owned()));
+            // Some clients reject an object schema without `properties`.
+            if object.get("type").and_then(|t| t.as_str()) == Some("object") {
+                object
+                    .entry("properties")
+                    .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+            }
             object
         }
         _ => Tool::empty_input_schema(),
