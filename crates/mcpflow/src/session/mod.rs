@@ -25,6 +25,8 @@
 //!    every exit path;
 //! 7. close is orderly and bounded; no task outlives its session;
 //! 8. bad input gets a JSON-RPC error or a log line, and the connection keeps serving.
+//!
+#![doc = include_str!("../../../../docs/concurrency.md")]
 
 use std::fmt;
 use std::future::Future;
