@@ -98,7 +98,7 @@ impl RequestOptions {
     }
 
     /// Ask the peer for progress (sends a `progressToken`) even without a callback;
-    /// read it with [`PendingRequest::next_event`].
+    /// read it with [`PendingRequest::next_event`](super::PendingRequest::next_event).
     pub fn with_progress_token(mut self) -> Self {
         self.want_progress = true;
         self
@@ -139,7 +139,7 @@ pub(crate) enum Failure {
     Closed(CloseReason),
 }
 
-/// An event of a pending request, as [`PendingRequest::next_event`] yields them.
+/// An event of a pending request, as [`PendingRequest::next_event`](super::PendingRequest::next_event) yields them.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum RequestEvent {

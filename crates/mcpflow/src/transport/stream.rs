@@ -29,7 +29,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    /// Frames longer than the default limit (see [`crate::SessionConfig::max_frame_bytes`])
+    /// Frames longer than the default limit (32 MiB, [`crate::config::DEFAULT_MAX_FRAME_BYTES`])
     /// are skipped and answered with an error.
     pub fn new(reader: R, writer: W) -> Self {
         StreamTransport {
