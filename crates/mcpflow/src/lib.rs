@@ -59,6 +59,10 @@ pub mod transport;
 
 pub use config::{SessionConfig, SessionConfigBuilder};
 pub use error::{CloseReason, SessionError, TransportError};
+/// Attribute macros that register functions as tools, prompts and resources on a
+/// [`server::ServerBuilder`] (feature `macros`, off by default; see `mcpflow-macros`).
+#[cfg(feature = "macros")]
+pub use mcpflow_macros::{prompt, resource, tool, tools};
 pub use mcpflow_protocol as protocol;
 pub use schemars;
 pub use session::{

@@ -191,3 +191,42 @@ async fn typed_elicitation_reads_the_users_answer() {
         bounded("close", client.close()).await;
     }
 }
+
+/// `with` chains registration functions; `typed_tool_with` keeps a tool's title and
+/// annotations while generating its schemas; numbers are text results.
+#[tokio::test]
+async fn registration_functions_and_tool_metadata() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Twice {
+        n: i64,
+    }
+    fn twice(builder: mcpflow::server::ServerBuilder) -> mcpflow::server::ServerBuilder {
+        let tool = Tool::new("twice", "Double n", JsonObject::new())
+            .with_title("Twice")
+            .with_annotations(mcpflow::protocol::tools::ToolAnnotations {
+                read_only_hint: Some(true),
+                ..Default::default()
+            });
+        builder.typed_tool_with(tool, |args: Twice, _cx| async move {
+            Ok::<_, String>(args.n * 2)
+        })
+    }
+    let server = Server::builder("meta", "1").with(twice).build();
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server.serve(s);
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    let tools = bounded("tools", client.tools()).await.expect("tools");
+    assert_eq!(tools[0].title.as_deref(), Some("Twice"));
+    assert_eq!(
+        tools[0].annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    assert_eq!(tools[0].input_schema["properties"]["n"]["type"], "integer");
+    let result = bounded("call", client.call_tool("twice", json!({"n": 21})))
+        .await
+        .expect("call");
+    assert_eq!(result.content[0].as_text(), Some("42"));
+    bounded("close", client.close()).await;
+}

@@ -124,6 +124,12 @@ impl fmt::Debug for ServerBuilder {
 }
 
 impl ServerBuilder {
+    /// Apply a registration function: `builder.with(add_tool).with(greet_prompt)`, for
+    /// the functions the attribute macros generate or your own.
+    pub fn with(self, register: impl FnOnce(Self) -> Self) -> Self {
+        register(self)
+    }
+
     /// Instructions for the client's model, sent in the `initialize` result.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());

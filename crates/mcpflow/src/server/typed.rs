@@ -87,6 +87,26 @@ impl ToolOutput for Vec<ContentBlock> {
     }
 }
 
+macro_rules! text_output {
+    ($($t:ty),*) => {$(
+        impl ToolOutput for $t {
+            fn into_call_result(self) -> CallToolResult {
+                CallToolResult::text(self.to_string())
+            }
+        }
+    )*};
+}
+
+text_output!(
+    i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, isize, usize, f32, f64, bool
+);
+
+impl ToolOutput for serde_json::Value {
+    fn into_call_result(self) -> CallToolResult {
+        CallToolResult::text(self.to_string())
+    }
+}
+
 /// A structured result: sent as `structuredContent` (and, for older clients, as JSON
 /// text), with the `outputSchema` generated from `T`.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +163,21 @@ impl ServerBuilder {
         F: Fn(A, ServerContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
     {
-        let mut tool = Tool::new(name, description, schema_of::<A>());
+        self.typed_tool_with(Tool::new(name, description, JsonObject::new()), handler)
+    }
+
+    /// Like [`typed_tool`](Self::typed_tool), keeping what `tool` sets besides the
+    /// schemas (title, annotations, icons, `_meta`): its `inputSchema` and
+    /// `outputSchema` are generated from `A` and `R`.
+    pub fn typed_tool_with<A, R, E, F, Fut>(self, mut tool: Tool, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: ToolOutput,
+        E: Display + Send + 'static,
+        F: Fn(A, ServerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+    {
+        tool.input_schema = schema_of::<A>();
         tool.output_schema = R::output_schema();
         self.tool_entry(ToolEntry::new(tool, typed_handler(handler)))
     }

@@ -1,0 +1,9 @@
+use mcpflow::tool;
+
+/// Not async.
+#[tool]
+fn add() -> Result<String, String> {
+    Ok(String::new())
+}
+
+fn main() {}

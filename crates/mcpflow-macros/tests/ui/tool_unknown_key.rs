@@ -1,0 +1,9 @@
+use mcpflow::tool;
+
+/// A misspelled key.
+#[tool(nmae = "sum")]
+async fn add() -> Result<String, String> {
+    Ok(String::new())
+}
+
+fn main() {}
