@@ -301,3 +301,35 @@ fn inspect_text_output() {
         describe(&run)
     );
 }
+
+/// The conformance `json-schema-2020-12` scenario: the tool's inputSchema arrives over
+/// stdio exactly as written, `$schema`, `$defs`, `$ref` and `additionalProperties: false`
+/// included.
+#[test]
+fn json_schema_2020_12_tool_keeps_its_schema_verbatim() {
+    let run = mcpflow(&["inspect", "--json", "--", BIN, "serve", "everything"]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let tool = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "json_schema_2020_12_tool")
+        .expect("the tool is listed");
+    let expected = serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": { "street": { "type": "string" }, "city": { "type": "string" } }
+            }
+        },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" }
+        },
+        "additionalProperties": false
+    });
+    assert_eq!(tool["inputSchema"], expected);
+}

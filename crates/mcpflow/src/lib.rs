@@ -1,6 +1,42 @@
 //! mcpflow: a Model Context Protocol SDK whose connections cannot hang.
 //!
-//! A server and a client in a few lines, here over an in-process transport:
+//! # The smallest server
+//!
+//! A tool is an async function of a typed argument struct; its JSON Schema becomes the
+//! tool's `inputSchema` and arguments are checked against it before the function runs.
+//!
+//! ```no_run
+//! use mcpflow::schemars::JsonSchema;
+//! use mcpflow::server::Server;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() {
+//!     Server::builder("calculator", "1.0.0")
+//!         .typed_tool("add", "Add two numbers", |args: Add, _cx| async move {
+//!             Ok::<_, String>(args.a + args.b)
+//!         })
+//!         .build()
+//!         .serve(mcpflow::transport::stdio::stdio())
+//!         .wait()
+//!         .await;
+//! }
+//! ```
+//!
+//! With the `macros` feature the same tool is `#[tool] async fn add(args: Add) -> ...`
+//! (see `mcpflow-macros`); `docs/comparison.md` shows it next to rmcp, FastMCP and the
+//! TypeScript SDK.
+//!
+//! # A client, with progress
+//!
+//! Here over an in-process transport; a server process is
+//! [`transport::ChildProcess::builder`]`("cmd").spawn()?`.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -49,6 +85,12 @@
 //! - [`config`]: limits and timeouts with documented defaults.
 //! - [`error`]: error types per layer.
 //! - [`protocol`]: the wire types (the `mcpflow-protocol` crate).
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! | --- | --- | --- |
+//! | `macros` | off | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
 pub mod client;
 pub mod config;

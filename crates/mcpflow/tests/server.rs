@@ -338,3 +338,80 @@ async fn handlers_see_the_request_meta() {
     assert!(meta["progressToken"].is_i64(), "{meta}");
     bounded("close", client.close()).await;
 }
+
+/// Completion routes per prompt argument and template variable; the resolved
+/// arguments reach the completer; more than 100 candidates are cut with `hasMore`.
+#[tokio::test]
+async fn completion_routes_by_argument() {
+    use mcpflow::protocol::prompts::{Prompt, PromptArgument};
+    use mcpflow::protocol::{
+        CompleteRequestParams, CompletionReference, GetPromptResult, PromptMessage,
+    };
+    let server = Server::builder("complete", "1")
+        .prompt(
+            Prompt::new("trip", "plan a trip")
+                .with_argument(PromptArgument::new("country", "where", true))
+                .with_argument(PromptArgument::new("city", "which city", true)),
+            |_a, _c| async { Ok(GetPromptResult::new(vec![PromptMessage::user_text("go")])) },
+        )
+        .complete_argument(
+            CompletionReference::prompt("trip"),
+            "city",
+            |prefix, resolved, _cx| async move {
+                let cities: &[&str] = match resolved.get("country").map(String::as_str) {
+                    Some("fr") => &["paris", "lyon", "lille"],
+                    _ => &["london", "leeds"],
+                };
+                cities
+                    .iter()
+                    .filter(|c| c.starts_with(&prefix))
+                    .map(|c| (*c).to_owned())
+                    .collect()
+            },
+        )
+        .complete_argument(
+            CompletionReference::resource("x://{n}"),
+            "n",
+            |_prefix, _resolved, _cx| async move { (0..250).map(|i| i.to_string()).collect() },
+        )
+        .build();
+    assert!(server.capabilities().completions.is_some());
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server.serve(s);
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    let mut params = CompleteRequestParams::new(CompletionReference::prompt("trip"), "city", "l");
+    params.context = serde_json::from_value(json!({"arguments": {"country": "fr"}})).unwrap();
+    let done = bounded("complete city", client.complete(&params))
+        .await
+        .expect("complete");
+    assert_eq!(done.completion.values, ["lyon", "lille"]);
+    let many = bounded(
+        "complete n",
+        client.complete(&CompleteRequestParams::new(
+            CompletionReference::resource("x://{n}"),
+            "n",
+            "",
+        )),
+    )
+    .await
+    .expect("complete");
+    assert_eq!(many.completion.values.len(), 100);
+    assert_eq!(
+        (many.completion.total, many.completion.has_more),
+        (Some(250), Some(true))
+    );
+    let none = bounded(
+        "unrouted argument",
+        client.complete(&CompleteRequestParams::new(
+            CompletionReference::prompt("trip"),
+            "country",
+            "f",
+        )),
+    )
+    .await
+    .expect("complete");
+    assert!(none.completion.values.is_empty());
+    bounded("close", client.close()).await;
+}

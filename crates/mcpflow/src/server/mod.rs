@@ -51,8 +51,10 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 pub use context::ServerContext;
-pub use registry::{CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler};
-use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+pub use registry::{
+    ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
+};
+use registry::{CompletionRoute, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
 pub use typed::{Structured, ToolOutput, schema_of};
 
 use crate::config::SessionConfig;
@@ -193,7 +195,32 @@ impl ServerBuilder {
         self
     }
 
-    /// Answer `completion/complete` (declares the `completions` capability).
+    /// Complete one argument of a prompt (`CompletionReference::prompt(name)`) or one
+    /// variable of a resource template (`CompletionReference::resource(uri_template)`):
+    /// the handler gets the partial value and the arguments already resolved, and
+    /// returns candidates (the first 100 are sent, with `hasMore` when there are more).
+    /// Declares the `completions` capability; arguments with no route complete to
+    /// nothing.
+    pub fn complete_argument<F, Fut>(
+        mut self,
+        reference: mcpflow_protocol::CompletionReference,
+        argument: &str,
+        completer: F,
+    ) -> Self
+    where
+        F: Fn(String, BTreeMap<String, String>, ServerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<String>> + Send + 'static,
+    {
+        self.registry.completions.push(CompletionRoute {
+            reference,
+            argument: argument.to_owned(),
+            completer: Arc::new(move |value, context, cx| Box::pin(completer(value, context, cx))),
+        });
+        self
+    }
+
+    /// Answer every `completion/complete` with one handler (declares the `completions`
+    /// capability); it takes precedence over [`complete_argument`](Self::complete_argument) routes.
     pub fn completion<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(CompleteRequestParams, ServerContext) -> Fut + Send + Sync + 'static,
@@ -326,7 +353,7 @@ impl Server {
         if self.inner.logging {
             caps = caps.with_logging();
         }
-        if self.inner.completion.is_some() {
+        if self.inner.completion.is_some() || !registry.completions.is_empty() {
             caps = caps.with_completions();
         }
         caps
@@ -754,13 +781,34 @@ impl Service for ServerService {
                     result(&(entry.handler)(args, cx).await?)
                 }
                 method::COMPLETION_COMPLETE => {
-                    let handler = server
-                        .inner
-                        .completion
-                        .clone()
-                        .ok_or_else(|| ErrorObject::method_not_found(&request.method))?;
+                    if caps.completions.is_none() {
+                        return Err(ErrorObject::method_not_found(&request.method));
+                    }
                     let p: CompleteRequestParams = required_params(raw)?;
-                    result(&handler(p, cx).await?)
+                    if let Some(handler) = server.inner.completion.clone() {
+                        return result(&handler(p, cx).await?);
+                    }
+                    let route = server
+                        .registry()
+                        .completions
+                        .iter()
+                        .find(|r| r.matches(&p))
+                        .cloned();
+                    let mut values = match route {
+                        Some(route) => {
+                            let context = p.context.and_then(|c| c.arguments).unwrap_or_default();
+                            (route.completer)(p.argument.value, context, cx).await
+                        }
+                        None => Vec::new(),
+                    };
+                    let total = values.len();
+                    values.truncate(100);
+                    let mut complete = CompleteResult::new(values);
+                    if total > 100 {
+                        complete.completion.total = u64::try_from(total).ok();
+                        complete.completion.has_more = Some(true);
+                    }
+                    result(&complete)
                 }
                 method::LOGGING_SET_LEVEL => {
                     if !server.inner.logging {

@@ -143,9 +143,38 @@ pub(crate) struct PromptEntry {
     pub(crate) handler: PromptHandler,
 }
 
+/// Suggests values for one argument: the partial value and the arguments already
+/// resolved (`context.arguments`) in, candidates out (at most 100 are sent).
+pub type ArgumentCompleter = Arc<
+    dyn Fn(String, BTreeMap<String, String>, ServerContext) -> BoxFuture<'static, Vec<String>>
+        + Send
+        + Sync,
+>;
+
+/// A completion route: which prompt or template, which argument.
+#[derive(Clone)]
+pub(crate) struct CompletionRoute {
+    pub(crate) reference: mcpflow_protocol::CompletionReference,
+    pub(crate) argument: String,
+    pub(crate) completer: ArgumentCompleter,
+}
+
+impl CompletionRoute {
+    pub(crate) fn matches(&self, params: &CompleteRequestParams) -> bool {
+        use mcpflow_protocol::CompletionReference as Ref;
+        self.argument == params.argument.name
+            && match (&self.reference, &params.reference) {
+                (Ref::Prompt(a), Ref::Prompt(b)) => a.name == b.name,
+                (Ref::Resource(a), Ref::Resource(b)) => a.uri == b.uri,
+                _ => false,
+            }
+    }
+}
+
 /// Registered items, in registration order (list order is deterministic).
 #[derive(Clone, Default)]
 pub(crate) struct Registry {
+    pub(crate) completions: Vec<CompletionRoute>,
     pub(crate) tools: Vec<ToolEntry>,
     pub(crate) resources: Vec<ResourceEntry>,
     pub(crate) templates: Vec<TemplateEntry>,
