@@ -23,6 +23,7 @@
 //! resource `-32002`.
 
 mod context;
+mod dispatch;
 mod registry;
 mod typed;
 
@@ -32,23 +33,15 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
-use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::methods::method;
-use mcpflow_protocol::prompts::{ListPromptsResult, Prompt};
-use mcpflow_protocol::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, Resource, ResourceTemplate,
-    ResourceUpdatedNotificationParams, SubscribeRequestParams,
-};
+use mcpflow_protocol::prompts::Prompt;
+use mcpflow_protocol::resources::{Resource, ResourceTemplate, ResourceUpdatedNotificationParams};
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
-    CompleteResult, EmptyResult, ErrorCode, ErrorObject, GetPromptRequestParams, GetPromptResult,
-    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult, ServerCapabilities, SetLevelRequestParams, Tool,
+    CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult, ErrorObject,
+    GetPromptResult, Implementation, InitializeRequestParams, JsonObject, LoggingLevel,
+    ProtocolVersion, ReadResourceResult, ServerCapabilities, Tool,
 };
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 
 pub use context::ServerContext;
 pub use registry::{
@@ -59,7 +52,7 @@ pub use typed::{Structured, ToolOutput, schema_of};
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;
-use crate::session::{BoxFuture, Peer, RequestContext, Service, Session};
+use crate::session::{BoxFuture, Peer, Session};
 use crate::transport::Transport;
 
 /// Runs before the `initialize` result is sent, with a full context: it may log, and
@@ -319,7 +312,7 @@ impl Server {
     /// answered like any other request.
     pub fn serve<T: Transport>(&self, transport: T) -> RunningServer {
         let connection = Arc::new(Connection::default());
-        let service = Arc::new(ServerService {
+        let service = Arc::new(dispatch::ServerService {
             server: self.clone(),
             connection: connection.clone(),
         });
@@ -515,7 +508,7 @@ impl Connection {
     }
 }
 
-const LEVELS: [LoggingLevel; 8] = [
+pub(crate) const LEVELS: [LoggingLevel; 8] = [
     LoggingLevel::Debug,
     LoggingLevel::Info,
     LoggingLevel::Notice,
@@ -525,342 +518,3 @@ const LEVELS: [LoggingLevel; 8] = [
     LoggingLevel::Alert,
     LoggingLevel::Emergency,
 ];
-
-/// The engine's [`Service`] for one server connection.
-struct ServerService {
-    server: Server,
-    connection: Arc<Connection>,
-}
-
-fn params<T: DeserializeOwned + Default>(raw: Option<&RawValue>) -> Result<T, ErrorObject> {
-    match raw {
-        None => Ok(T::default()),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params),
-    }
-}
-
-fn required_params<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, ErrorObject> {
-    let raw = raw.ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
-    serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
-}
-
-fn result<T: Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
-    serde_json::value::to_raw_value(value).map_err(ErrorObject::internal)
-}
-
-/// Arguments that violate a tool's `inputSchema`. From 2025-11-25 on (SEP-1303) this is
-/// a tool execution error (`isError: true`, so the model can correct itself); before,
-/// a `-32602` protocol error. Either way the message names each path and reason.
-fn invalid_arguments(
-    tool: &str,
-    violations: &[(String, String)],
-    version: Option<ProtocolVersion>,
-) -> Result<Box<RawValue>, ErrorObject> {
-    let detail = violations
-        .iter()
-        .map(|(path, reason)| format!("{path}: {reason}"))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let message = format!("invalid arguments for tool `{tool}`: {detail}");
-    let tool_error = version.is_none_or(|v| v.as_str() >= ProtocolVersion::V2025_11_25.as_str());
-    if tool_error {
-        result(&CallToolResult::error(message))
-    } else {
-        let errors: Vec<_> = violations
-            .iter()
-            .map(|(path, reason)| serde_json::json!({ "path": path, "reason": reason }))
-            .collect();
-        Err(ErrorObject::invalid_params(message).with_data(serde_json::json!({ "errors": errors })))
-    }
-}
-
-fn page<T: Clone>(
-    items: &[T],
-    cursor: Option<&str>,
-    size: usize,
-) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-    let start = match cursor {
-        None => 0,
-        Some(c) => c
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n <= items.len())
-            .ok_or_else(|| ErrorObject::invalid_params(format!("invalid cursor {c:?}")))?,
-    };
-    let end = (start + size).min(items.len());
-    let next = (end < items.len()).then(|| end.to_string());
-    Ok((items[start..end].to_vec(), next))
-}
-
-impl Service for ServerService {
-    fn handle_request(
-        &self,
-        request: Request,
-        cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
-        let server = self.server.clone();
-        let connection = self.connection.clone();
-        Box::pin(async move {
-            let raw = request.params.as_deref();
-            let cx = ServerContext::new(cx, connection.clone(), server.clone());
-            let size = server.inner.page_size;
-            let caps = server.capabilities();
-            let undeclared = match request.method.as_str() {
-                method::TOOLS_LIST | method::TOOLS_CALL => caps.tools.is_none(),
-                method::RESOURCES_LIST
-                | method::RESOURCES_TEMPLATES_LIST
-                | method::RESOURCES_READ
-                | method::RESOURCES_SUBSCRIBE
-                | method::RESOURCES_UNSUBSCRIBE => caps.resources.is_none(),
-                method::PROMPTS_LIST | method::PROMPTS_GET => caps.prompts.is_none(),
-                _ => false,
-            };
-            if undeclared {
-                return Err(ErrorObject::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!(
-                        "method not found: {} (this server declares no such capability)",
-                        request.method
-                    ),
-                ));
-            }
-            match request.method.as_str() {
-                method::INITIALIZE => {
-                    let params: InitializeRequestParams = required_params(raw)?;
-                    let version = ProtocolVersion::negotiate(params.protocol_version.as_str());
-                    cx.peer().set_accept_batches(version.supports_batches());
-                    let _ = connection.protocol_version.set(version.clone());
-                    let _ = connection.client_info.set(params.client_info.clone());
-                    let _ = connection
-                        .client_capabilities
-                        .set(params.capabilities.clone());
-                    if let Some(hook) = server.inner.on_initialize.clone() {
-                        hook(params, cx.clone()).await?;
-                    }
-                    let mut init = InitializeResult::new(
-                        version,
-                        server.capabilities(),
-                        server.inner.info.clone(),
-                    );
-                    init.instructions = server.inner.instructions.clone();
-                    result(&init)
-                }
-                method::TOOLS_LIST => {
-                    let p: PaginatedRequestParams = params(raw)?;
-                    let tools: Vec<Tool> = server
-                        .registry()
-                        .tools
-                        .iter()
-                        .map(|t| t.tool.clone())
-                        .collect();
-                    let (tools, next) = page(&tools, p.cursor.as_deref(), size)?;
-                    let mut list = ListToolsResult::new(tools);
-                    list.next_cursor = next;
-                    result(&list)
-                }
-                method::TOOLS_CALL => {
-                    let p: CallToolRequestParams = required_params(raw)?;
-                    let entry = server
-                        .registry()
-                        .tools
-                        .iter()
-                        .find(|t| t.tool.name == p.name)
-                        .cloned()
-                        .ok_or_else(|| {
-                            ErrorObject::invalid_params(format!("unknown tool: {}", p.name))
-                        })?;
-                    let arguments = p.arguments.unwrap_or_default();
-                    let violations = entry.violations(&arguments);
-                    if !violations.is_empty() {
-                        return invalid_arguments(
-                            &p.name,
-                            &violations,
-                            connection.protocol_version(),
-                        );
-                    }
-                    match (entry.handler)(arguments, cx).await {
-                        Ok(call) => result(&call),
-                        Err(ToolError::Failed(message)) => result(&CallToolResult::error(message)),
-                        Err(ToolError::Protocol(error)) => Err(error),
-                    }
-                }
-                method::RESOURCES_LIST => {
-                    let p: PaginatedRequestParams = params(raw)?;
-                    let items: Vec<Resource> = server
-                        .registry()
-                        .resources
-                        .iter()
-                        .map(|r| r.resource.clone())
-                        .collect();
-                    let (resources, next_cursor) = page(&items, p.cursor.as_deref(), size)?;
-                    result(&ListResourcesResult {
-                        resources,
-                        next_cursor,
-                        ..Default::default()
-                    })
-                }
-                method::RESOURCES_TEMPLATES_LIST => {
-                    let p: PaginatedRequestParams = params(raw)?;
-                    let items: Vec<ResourceTemplate> = server
-                        .registry()
-                        .templates
-                        .iter()
-                        .map(|t| t.template.clone())
-                        .collect();
-                    let (resource_templates, next_cursor) =
-                        page(&items, p.cursor.as_deref(), size)?;
-                    result(&ListResourceTemplatesResult {
-                        resource_templates,
-                        next_cursor,
-                        ..Default::default()
-                    })
-                }
-                method::RESOURCES_READ => {
-                    let p: ReadResourceRequestParams = required_params(raw)?;
-                    let found = server.registry().find_resource(&p.uri);
-                    let (handler, vars) = found.ok_or_else(|| {
-                        ErrorObject::new(
-                            ErrorCode::RESOURCE_NOT_FOUND,
-                            format!("resource not found: {}", p.uri),
-                        )
-                        .with_data(serde_json::json!({ "uri": p.uri }))
-                    })?;
-                    result(&handler(p.uri, vars, cx).await?)
-                }
-                method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
-                    if !server.inner.subscriptions {
-                        return Err(ErrorObject::method_not_found(&request.method));
-                    }
-                    let p: SubscribeRequestParams = required_params(raw)?;
-                    let mut subs = connection
-                        .subscriptions
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    if request.method == method::RESOURCES_SUBSCRIBE {
-                        subs.insert(p.uri);
-                    } else {
-                        subs.remove(&p.uri);
-                    }
-                    result(&EmptyResult::default())
-                }
-                method::PROMPTS_LIST => {
-                    let p: PaginatedRequestParams = params(raw)?;
-                    let items: Vec<Prompt> = server
-                        .registry()
-                        .prompts
-                        .iter()
-                        .map(|p| p.prompt.clone())
-                        .collect();
-                    let (prompts, next_cursor) = page(&items, p.cursor.as_deref(), size)?;
-                    result(&ListPromptsResult {
-                        prompts,
-                        next_cursor,
-                        ..Default::default()
-                    })
-                }
-                method::PROMPTS_GET => {
-                    let p: GetPromptRequestParams = required_params(raw)?;
-                    let entry = server
-                        .registry()
-                        .prompts
-                        .iter()
-                        .find(|e| e.prompt.name == p.name)
-                        .cloned()
-                        .ok_or_else(|| {
-                            ErrorObject::invalid_params(format!("unknown prompt: {}", p.name))
-                        })?;
-                    let args = p.arguments.unwrap_or_default();
-                    for arg in entry.prompt.arguments.iter().flatten() {
-                        if arg.required == Some(true) && !args.contains_key(&arg.name) {
-                            return Err(ErrorObject::invalid_params(format!(
-                                "prompt `{}` needs the argument `{}`",
-                                p.name, arg.name
-                            )));
-                        }
-                    }
-                    result(&(entry.handler)(args, cx).await?)
-                }
-                method::COMPLETION_COMPLETE => {
-                    if caps.completions.is_none() {
-                        return Err(ErrorObject::method_not_found(&request.method));
-                    }
-                    let p: CompleteRequestParams = required_params(raw)?;
-                    if let Some(handler) = server.inner.completion.clone() {
-                        return result(&handler(p, cx).await?);
-                    }
-                    let route = server
-                        .registry()
-                        .completions
-                        .iter()
-                        .find(|r| r.matches(&p))
-                        .cloned();
-                    let mut values = match route {
-                        Some(route) => {
-                            let context = p.context.and_then(|c| c.arguments).unwrap_or_default();
-                            (route.completer)(p.argument.value, context, cx).await
-                        }
-                        None => Vec::new(),
-                    };
-                    let total = values.len();
-                    values.truncate(100);
-                    let mut complete = CompleteResult::new(values);
-                    if total > 100 {
-                        complete.completion.total = u64::try_from(total).ok();
-                        complete.completion.has_more = Some(true);
-                    }
-                    result(&complete)
-                }
-                method::LOGGING_SET_LEVEL => {
-                    if !server.inner.logging {
-                        return Err(ErrorObject::method_not_found(&request.method));
-                    }
-                    let p: SetLevelRequestParams = required_params(raw)?;
-                    let index = LEVELS.iter().position(|l| *l == p.level).unwrap_or(0);
-                    connection
-                        .log_level
-                        .store(u8::try_from(index).unwrap_or(0), Ordering::Relaxed);
-                    result(&EmptyResult::default())
-                }
-                other => Err(ErrorObject::method_not_found(other)),
-            }
-        })
-    }
-
-    fn handle_notification(
-        &self,
-        notification: Notification,
-        peer: Peer,
-    ) -> BoxFuture<'static, ()> {
-        if notification.method == method::INITIALIZED {
-            self.connection.initialized.store(true, Ordering::Release);
-        }
-        let hook = self.server.inner.on_notification.clone();
-        Box::pin(async move {
-            if let Some(hook) = hook {
-                hook(notification, peer).await;
-            }
-        })
-    }
-}
-
-/// Typed result helper for handlers that build results from `serde_json::Value`.
-#[doc(hidden)]
-pub fn to_result<T: Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
-    result(value)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::page;
-
-    #[test]
-    fn pages_and_rejects_bad_cursors() {
-        let items: Vec<u32> = (0..5).collect();
-        let (first, next) = page(&items, None, 2).expect("first page");
-        assert_eq!((first, next.as_deref()), (vec![0, 1], Some("2")));
-        let (last, next) = page(&items, Some("4"), 2).expect("last page");
-        assert_eq!((last, next), (vec![4], None));
-        assert!(page(&items, Some("x"), 2).is_err());
-        assert!(page(&items, Some("9"), 2).is_err());
-    }
-}
