@@ -29,24 +29,29 @@
 //! tasks, notifications on the notification lane), so they may call the server back.
 
 mod cache;
+mod pages;
+mod service;
+
+use pages::{all_pages, all_pages_fetch};
+use service::ClientService;
 
 use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
 use mcpflow_protocol::resources::{Resource, ResourceTemplate, SubscribeRequestParams};
 use mcpflow_protocol::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
     CompleteResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, EmptyParams, ErrorCode, ErrorObject, GetPromptRequestParams, GetPromptResult,
+    ElicitResult, EmptyParams, ErrorObject, GetPromptRequestParams, GetPromptResult,
     HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, RequestMethod, Root,
-    SetLevelRequestParams, Tool,
+    LoggingLevel, LoggingMessageNotificationParams, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResult, RequestMethod, Root, SetLevelRequestParams,
+    Tool,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -55,7 +60,7 @@ use cache::ListCache;
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;
-use crate::session::{BoxFuture, Peer, RequestContext, RequestOptions, Service, Session};
+use crate::session::{BoxFuture, Peer, RequestOptions, Session};
 use crate::transport::Transport;
 
 /// Most pages an all-pages helper follows before giving up (a server that never stops
@@ -362,63 +367,6 @@ impl Caches {
         self.prompts.abort();
         self.resources.abort();
     }
-}
-
-fn all_pages_fetch<T>(peer: &Peer, method: &'static str, field: &'static str) -> cache::Fetch<T>
-where
-    T: serde::de::DeserializeOwned + Send + 'static,
-{
-    let peer = peer.clone();
-    Arc::new(move || {
-        let peer = peer.clone();
-        Box::pin(async move { all_pages(&peer, method, field).await })
-    })
-}
-
-async fn all_pages<T: serde::de::DeserializeOwned>(
-    peer: &Peer,
-    method: &str,
-    field: &str,
-) -> Result<Vec<T>, SessionError> {
-    #[derive(serde::Deserialize)]
-    struct Page {
-        #[serde(rename = "nextCursor")]
-        next_cursor: Option<String>,
-        #[serde(flatten)]
-        rest: serde_json::Map<String, serde_json::Value>,
-    }
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let params = match &cursor {
-            Some(c) => PaginatedRequestParams::with_cursor(c.clone()),
-            None => PaginatedRequestParams::default(),
-        };
-        let mut page: Page = peer.request(method, &params, RequestOptions::new()).await?;
-        let list = page
-            .rest
-            .remove(field)
-            .unwrap_or(serde_json::Value::Array(Vec::new()));
-        let list: Vec<T> = serde_json::from_value(list).map_err(|e| SessionError::Codec {
-            method: method.into(),
-            detail: format!("unexpected `{field}` entries: {e}"),
-        })?;
-        items.extend(list);
-        match page.next_cursor {
-            Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-            Some(_) => {
-                return Err(SessionError::Codec {
-                    method: method.into(),
-                    detail: "the server returned the same cursor twice".to_owned(),
-                });
-            }
-            None => return Ok(items),
-        }
-    }
-    Err(SessionError::Codec {
-        method: method.into(),
-        detail: format!("more than {MAX_PAGES} pages"),
-    })
 }
 
 /// A cheap, cloneable handle to a connected server: every typed call lives here.
@@ -886,132 +834,4 @@ fn unreachable_server_info() -> &'static InitializeResult {
             Implementation::new("unknown", "0"),
         )
     })
-}
-
-/// The engine's [`Service`] for a client connection.
-struct ClientService {
-    shared: Arc<ClientShared>,
-}
-
-impl ClientService {
-    fn handle(&self, peer: &Peer) -> ClientHandle {
-        ClientHandle {
-            peer: peer.clone(),
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-fn not_supported(what: &str) -> ErrorObject {
-    ErrorObject::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        format!("this client does not support {what} (no handler configured)"),
-    )
-}
-
-impl Service for ClientService {
-    fn handle_request(
-        &self,
-        request: Request,
-        cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
-        let handlers = self.shared.handlers.clone();
-        let handle = self.handle(cx.peer());
-        Box::pin(async move {
-            let raw = request.params.as_deref();
-            let parse = |raw: Option<&RawValue>| -> Result<serde_json::Value, ErrorObject> {
-                match raw {
-                    Some(r) => serde_json::from_str(r.get()).map_err(ErrorObject::invalid_params),
-                    None => Ok(serde_json::Value::Object(JsonObject::new())),
-                }
-            };
-            let encode = |v: &dyn erased::Encode| v.encode();
-            match request.method.as_str() {
-                method::SAMPLING_CREATE_MESSAGE => {
-                    let handler = handlers.sampling.ok_or_else(|| not_supported("sampling"))?;
-                    let params: CreateMessageRequestParams =
-                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
-                    if params.tools.is_some() || params.tool_choice.is_some() {
-                        // This client never declares `sampling.tools`.
-                        return Err(ErrorObject::invalid_params(
-                            "sampling with tools was requested but this client did not declare sampling.tools",
-                        ));
-                    }
-                    encode(&handler(params, handle).await?)
-                }
-                method::ELICITATION_CREATE => {
-                    let handler = handlers
-                        .elicitation
-                        .ok_or_else(|| not_supported("elicitation"))?;
-                    let params: ElicitRequestParams =
-                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
-                    if matches!(params, ElicitRequestParams::Url(_)) && !handlers.url_elicitation {
-                        return Err(ErrorObject::invalid_params(
-                            "URL-mode elicitation was not declared by this client",
-                        ));
-                    }
-                    encode(&handler(params, handle).await?)
-                }
-                method::ROOTS_LIST => {
-                    let handler = handlers.roots.ok_or_else(|| not_supported("roots"))?;
-                    encode(&ListRootsResult::new(handler(handle).await?))
-                }
-                other => Err(ErrorObject::method_not_found(other)),
-            }
-        })
-    }
-
-    fn observe_notification(&self, notification: &Notification, _peer: &Peer) {
-        let Some(caches) = self.shared.caches.get() else {
-            return;
-        };
-        match notification.method.as_str() {
-            method::TOOL_LIST_CHANGED => caches.tools.mark_dirty(),
-            method::PROMPT_LIST_CHANGED => caches.prompts.mark_dirty(),
-            method::RESOURCE_LIST_CHANGED => caches.resources.mark_dirty(),
-            _ => {}
-        }
-    }
-
-    fn handle_notification(
-        &self,
-        notification: Notification,
-        peer: Peer,
-    ) -> BoxFuture<'static, ()> {
-        let handlers = self.shared.handlers.clone();
-        let handle = self.handle(&peer);
-        Box::pin(async move {
-            if notification.method == method::LOGGING_MESSAGE
-                && let Some(log) = &handlers.log
-            {
-                match notification
-                    .params
-                    .as_deref()
-                    .map(|p| serde_json::from_str::<LoggingMessageNotificationParams>(p.get()))
-                {
-                    Some(Ok(params)) => log(params, handle.clone()).await,
-                    _ => tracing::debug!("ignored a malformed log notification"),
-                }
-            }
-            if let Some(on_notification) = &handlers.notification {
-                on_notification(notification, handle).await;
-            }
-        })
-    }
-}
-
-mod erased {
-    use mcpflow_protocol::ErrorObject;
-    use serde_json::value::RawValue;
-
-    /// Serialize a handler's result into the response.
-    pub(super) trait Encode {
-        fn encode(&self) -> Result<Box<RawValue>, ErrorObject>;
-    }
-
-    impl<T: serde::Serialize> Encode for T {
-        fn encode(&self) -> Result<Box<RawValue>, ErrorObject> {
-            serde_json::value::to_raw_value(self).map_err(ErrorObject::internal)
-        }
-    }
 }

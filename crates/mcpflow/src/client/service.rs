@@ -1,0 +1,144 @@
+//! The engine's [`Service`] for a client: answers what a server may ask (sampling,
+//! elicitation, roots) with the configured callbacks, marks lists stale on
+//! `list_changed` (on the reader), and runs notification callbacks on the lane.
+
+use std::sync::Arc;
+
+use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::{
+    CreateMessageRequestParams, ElicitRequestParams, ErrorCode, ErrorObject, JsonObject,
+    ListRootsResult, LoggingMessageNotificationParams,
+};
+use serde_json::value::RawValue;
+
+use super::{ClientHandle, ClientShared};
+use crate::session::{BoxFuture, Peer, RequestContext, Service};
+
+/// The engine's [`Service`] for a client connection.
+pub(super) struct ClientService {
+    pub(super) shared: Arc<ClientShared>,
+}
+
+impl ClientService {
+    fn handle(&self, peer: &Peer) -> ClientHandle {
+        ClientHandle {
+            peer: peer.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+fn not_supported(what: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("this client does not support {what} (no handler configured)"),
+    )
+}
+
+impl Service for ClientService {
+    fn handle_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+        let handlers = self.shared.handlers.clone();
+        let handle = self.handle(cx.peer());
+        Box::pin(async move {
+            let raw = request.params.as_deref();
+            let parse = |raw: Option<&RawValue>| -> Result<serde_json::Value, ErrorObject> {
+                match raw {
+                    Some(r) => serde_json::from_str(r.get()).map_err(ErrorObject::invalid_params),
+                    None => Ok(serde_json::Value::Object(JsonObject::new())),
+                }
+            };
+            let encode = |v: &dyn erased::Encode| v.encode();
+            match request.method.as_str() {
+                method::SAMPLING_CREATE_MESSAGE => {
+                    let handler = handlers.sampling.ok_or_else(|| not_supported("sampling"))?;
+                    let params: CreateMessageRequestParams =
+                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                    if params.tools.is_some() || params.tool_choice.is_some() {
+                        // This client never declares `sampling.tools`.
+                        return Err(ErrorObject::invalid_params(
+                            "sampling with tools was requested but this client did not declare sampling.tools",
+                        ));
+                    }
+                    encode(&handler(params, handle).await?)
+                }
+                method::ELICITATION_CREATE => {
+                    let handler = handlers
+                        .elicitation
+                        .ok_or_else(|| not_supported("elicitation"))?;
+                    let params: ElicitRequestParams =
+                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                    if matches!(params, ElicitRequestParams::Url(_)) && !handlers.url_elicitation {
+                        return Err(ErrorObject::invalid_params(
+                            "URL-mode elicitation was not declared by this client",
+                        ));
+                    }
+                    encode(&handler(params, handle).await?)
+                }
+                method::ROOTS_LIST => {
+                    let handler = handlers.roots.ok_or_else(|| not_supported("roots"))?;
+                    encode(&ListRootsResult::new(handler(handle).await?))
+                }
+                other => Err(ErrorObject::method_not_found(other)),
+            }
+        })
+    }
+
+    fn observe_notification(&self, notification: &Notification, _peer: &Peer) {
+        let Some(caches) = self.shared.caches.get() else {
+            return;
+        };
+        match notification.method.as_str() {
+            method::TOOL_LIST_CHANGED => caches.tools.mark_dirty(),
+            method::PROMPT_LIST_CHANGED => caches.prompts.mark_dirty(),
+            method::RESOURCE_LIST_CHANGED => caches.resources.mark_dirty(),
+            _ => {}
+        }
+    }
+
+    fn handle_notification(
+        &self,
+        notification: Notification,
+        peer: Peer,
+    ) -> BoxFuture<'static, ()> {
+        let handlers = self.shared.handlers.clone();
+        let handle = self.handle(&peer);
+        Box::pin(async move {
+            if notification.method == method::LOGGING_MESSAGE
+                && let Some(log) = &handlers.log
+            {
+                match notification
+                    .params
+                    .as_deref()
+                    .map(|p| serde_json::from_str::<LoggingMessageNotificationParams>(p.get()))
+                {
+                    Some(Ok(params)) => log(params, handle.clone()).await,
+                    _ => tracing::debug!("ignored a malformed log notification"),
+                }
+            }
+            if let Some(on_notification) = &handlers.notification {
+                on_notification(notification, handle).await;
+            }
+        })
+    }
+}
+
+mod erased {
+    use mcpflow_protocol::ErrorObject;
+    use serde_json::value::RawValue;
+
+    /// Serialize a handler's result into the response.
+    pub(super) trait Encode {
+        fn encode(&self) -> Result<Box<RawValue>, ErrorObject>;
+    }
+
+    impl<T: serde::Serialize> Encode for T {
+        fn encode(&self) -> Result<Box<RawValue>, ErrorObject> {
+            serde_json::value::to_raw_value(self).map_err(ErrorObject::internal)
+        }
+    }
+}
