@@ -1,1 +1,277 @@
-fn main() {}
+//! `mcpflow-bench`: mcpflow, rmcp and a hand-written JSON-RPC baseline, side by side.
+//!
+//! Every measurement ("cell": one system, one transport, one workload, one round) runs
+//! in a fresh process of this binary (`cell`, hidden); over stdio that process starts a
+//! fresh server, again this binary (`serve`, hidden). Systems run interleaved within
+//! each round, and the table reports medians over rounds.
+//!
+//! ```sh
+//! cargo run --release -p mcpflow-bench -- --rounds 3
+//! cargo run --release -p mcpflow-bench -- --quick --workload w1,w3 --transport stdio --json
+//! ```
+
+mod baseline;
+mod cell;
+mod common;
+mod mcpflow_sys;
+mod report;
+mod rmcp_sys;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use rmcp::ServiceExt;
+use tokio::io::AsyncReadExt;
+
+use crate::cell::{Measurement, Sizes};
+
+/// Every system, in table order.
+const SYSTEMS: [&str; 4] = ["baseline", "mcpflow", "rmcp", "rmcp-pipes"];
+/// Every transport.
+const TRANSPORTS: [&str; 2] = ["memory", "stdio"];
+/// Every workload.
+const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "rest"];
+
+/// Benchmark mcpflow against rmcp and a no-SDK JSON-RPC baseline.
+#[derive(Debug, Parser)]
+#[command(name = "mcpflow-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Rounds; each round runs every selected cell once, systems interleaved.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Divide workload sizes by about 20.
+    #[arg(long)]
+    quick: bool,
+    /// Print one JSON line per measurement (the table then goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Only these systems (comma-separated: baseline, mcpflow, rmcp, rmcp-pipes).
+    #[arg(long, value_delimiter = ',')]
+    system: Vec<String>,
+    /// Only these transports (memory, stdio).
+    #[arg(long, value_delimiter = ',')]
+    transport: Vec<String>,
+    /// Only these workloads (w1, w2, w3, w4, rest).
+    #[arg(long, value_delimiter = ',')]
+    workload: Vec<String>,
+    /// Seconds one cell may run before it is killed and reported as an error.
+    #[arg(long, default_value_t = 120)]
+    cell_timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the benchmark tools over stdio as `system` (used by the stdio cells).
+    #[command(hide = true)]
+    Serve {
+        /// baseline, mcpflow, rmcp or rmcp-pipes.
+        system: String,
+    },
+    /// Run one cell in this process and print its measurement as JSON.
+    #[command(hide = true)]
+    Cell {
+        /// The system.
+        #[arg(long)]
+        system: String,
+        /// The transport.
+        #[arg(long)]
+        transport: String,
+        /// The workload.
+        #[arg(long)]
+        workload: String,
+        /// The round number to report.
+        #[arg(long, default_value_t = 1)]
+        round: u32,
+        /// Quick sizes.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpflow-bench: cannot start the runtime: {e}");
+            std::process::exit(2);
+        }
+    };
+    let code = runtime.block_on(async move {
+        match cli.command {
+            Some(Command::Serve { ref system }) => serve(system).await,
+            Some(Command::Cell {
+                ref system,
+                ref transport,
+                ref workload,
+                round,
+                quick,
+            }) => {
+                let m = cell::run_cell(system, transport, workload, round, Sizes::new(quick)).await;
+                match serde_json::to_string(&m) {
+                    Ok(line) => {
+                        println!("{line}");
+                        0
+                    }
+                    Err(e) => {
+                        eprintln!("mcpflow-bench: {e}");
+                        1
+                    }
+                }
+            }
+            None => orchestrate(&cli).await,
+        }
+    });
+    // Leave at once: a stdin reader on the blocking pool must not hold the exit.
+    std::process::exit(code);
+}
+
+async fn serve(system: &str) -> i32 {
+    match system {
+        "baseline" => baseline::serve(tokio::io::stdin(), tokio::io::stdout()).await,
+        "mcpflow" => {
+            mcpflow_sys::server()
+                .serve(mcpflow::transport::stdio::stdio())
+                .wait()
+                .await;
+        }
+        "rmcp" | "rmcp-pipes" => {
+            let server = rmcp_sys::RmcpServer::default();
+            let running = if system == "rmcp" {
+                server.serve(rmcp::transport::stdio()).await
+            } else {
+                server.serve(rmcp::transport::stdio_pipes()).await
+            };
+            match running {
+                Ok(service) => {
+                    let _ = service.waiting().await;
+                }
+                Err(e) => {
+                    eprintln!("mcpflow-bench serve {system}: {e}");
+                    return 1;
+                }
+            }
+        }
+        other => {
+            eprintln!("mcpflow-bench: unknown system {other}");
+            return 2;
+        }
+    }
+    0
+}
+
+fn selected<'a>(all: &[&'a str], filter: &[String]) -> Vec<&'a str> {
+    all.iter()
+        .copied()
+        .filter(|name| filter.is_empty() || filter.iter().any(|f| f == name))
+        .collect()
+}
+
+async fn orchestrate(cli: &Cli) -> i32 {
+    let systems = selected(&SYSTEMS, &cli.system);
+    let transports = selected(&TRANSPORTS, &cli.transport);
+    let workloads = selected(&WORKLOADS, &cli.workload);
+    if systems.is_empty() || transports.is_empty() || workloads.is_empty() {
+        eprintln!("mcpflow-bench: the filters select nothing");
+        return 2;
+    }
+    let mut results = Vec::new();
+    for round in 1..=cli.rounds {
+        for &transport in &transports {
+            for &workload in &workloads {
+                let mut order: Vec<&str> = systems
+                    .iter()
+                    .copied()
+                    .filter(|s| transport == "stdio" || *s != "rmcp-pipes")
+                    .collect();
+                if !order.is_empty() {
+                    let shift = (round as usize - 1) % order.len();
+                    order.rotate_left(shift);
+                }
+                for system in order {
+                    let m = run_cell_process(cli, system, transport, workload, round).await;
+                    if cli.json {
+                        match serde_json::to_string(&m) {
+                            Ok(line) => println!("{line}"),
+                            Err(e) => eprintln!("mcpflow-bench: {e}"),
+                        }
+                    }
+                    eprintln!("{}", report::progress_line(&m));
+                    results.push(m);
+                }
+            }
+        }
+    }
+    let table = report::table(&results, &systems, &transports, &workloads);
+    if cli.json {
+        eprintln!("{table}");
+    } else {
+        println!("{table}");
+    }
+    0
+}
+
+async fn run_cell_process(
+    cli: &Cli,
+    system: &str,
+    transport: &str,
+    workload: &str,
+    round: u32,
+) -> Measurement {
+    let failed = |error: String| Measurement {
+        system: system.to_owned(),
+        transport: transport.to_owned(),
+        workload: workload.to_owned(),
+        round,
+        error: Some(error),
+        ..Measurement::default()
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return failed(format!("cannot find this executable: {e}")),
+    };
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .args(["cell", "--system", system, "--transport", transport])
+        .args(["--workload", workload, "--round", &round.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if cli.quick {
+        command.arg("--quick");
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return failed(format!("cannot start the cell: {e}")),
+    };
+    let Some(mut stdout) = child.stdout.take() else {
+        return failed("the cell's stdout is missing".to_owned());
+    };
+    let run = async {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out).await;
+        let status = child.wait().await;
+        (out, status)
+    };
+    match tokio::time::timeout(Duration::from_secs(cli.cell_timeout), run).await {
+        Ok((out, status)) => {
+            let line = out.lines().rev().find(|l| l.starts_with('{'));
+            match line.map(serde_json::from_str::<Measurement>) {
+                Some(Ok(m)) => m,
+                Some(Err(e)) => failed(format!("unreadable cell output: {e}")),
+                None => failed(format!("the cell printed nothing ({status:?})")),
+            }
+        }
+        Err(_) => failed(format!(
+            "the cell did not finish within {} s and was killed",
+            cli.cell_timeout
+        )),
+    }
+}

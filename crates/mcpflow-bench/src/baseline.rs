@@ -1,0 +1,371 @@
+//! The baseline: a minimal hand-written JSON-RPC exchange with no SDK. Tokio, serde_json,
+//! newline framing; the client multiplexes ids through a map of oneshots; the server
+//! answers inline in its read loop. Both sides write through one task that flushes when
+//! its queue is empty.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::common::{ProgressLog, big_text};
+
+const QUEUE: usize = 1024;
+
+async fn write_loop<W: AsyncWrite + Unpin>(w: W, mut rx: mpsc::Receiver<Vec<u8>>) {
+    let mut w = BufWriter::with_capacity(64 * 1024, w);
+    while let Some(mut frame) = rx.recv().await {
+        loop {
+            frame.push(b'\n');
+            if w.write_all(&frame).await.is_err() {
+                return;
+            }
+            match rx.try_recv() {
+                Ok(next) => frame = next,
+                Err(_) => break,
+            }
+        }
+        if w.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+#[derive(Deserialize)]
+struct Inbound<'a> {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default, borrow)]
+    method: Option<&'a str>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct Outbound<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct Reply<R: Serialize> {
+    jsonrpc: &'static str,
+    id: u64,
+    result: R,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TextContent<T> {
+    #[serde(rename = "type")]
+    kind: T,
+    text: T,
+}
+
+#[derive(Serialize)]
+struct ToolResultOut<'a> {
+    content: [TextContent<&'a str>; 1],
+    #[serde(rename = "isError")]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+struct ToolResultIn {
+    content: Vec<TextContent<String>>,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: &'a str,
+    #[serde(default)]
+    arguments: Args,
+    #[serde(default, rename = "_meta")]
+    meta: Option<MetaIn>,
+}
+
+#[derive(Deserialize, Default)]
+struct Args {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    count: u64,
+    #[serde(default)]
+    bytes: usize,
+}
+
+#[derive(Deserialize)]
+struct MetaIn {
+    #[serde(rename = "progressToken")]
+    progress_token: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct ProgressOut<'a> {
+    #[serde(rename = "progressToken")]
+    progress_token: &'a serde_json::Value,
+    progress: u64,
+    total: u64,
+}
+
+#[derive(Deserialize)]
+struct ProgressIn {
+    progress: f64,
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn tool_reply(id: u64, text: &str) -> Vec<u8> {
+    encode(&Reply {
+        jsonrpc: "2.0",
+        id,
+        result: ToolResultOut {
+            content: [TextContent { kind: "text", text }],
+            is_error: false,
+        },
+    })
+}
+
+/// Serve `echo`, `progress` and `big` until the input ends.
+pub async fn serve<R, W>(r: R, w: W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(QUEUE);
+    let writer = tokio::spawn(write_loop(w, rx));
+    let mut reader = BufReader::with_capacity(64 * 1024, r);
+    let mut line = Vec::with_capacity(64 * 1024);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Ok(msg) = serde_json::from_slice::<Inbound<'_>>(&line) else {
+            continue;
+        };
+        let (Some(id), Some(method)) = (msg.id, msg.method) else {
+            continue; // a notification (`notifications/initialized`) or a response
+        };
+        let frame = match method {
+            "initialize" => encode(&Reply {
+                jsonrpc: "2.0",
+                id,
+                result: serde_json::json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "baseline", "version": "1.0.0"}
+                }),
+            }),
+            "tools/call" => {
+                let Some(params) = msg
+                    .params
+                    .and_then(|p| serde_json::from_str::<CallParams<'_>>(p.get()).ok())
+                else {
+                    continue;
+                };
+                match params.name {
+                    "echo" => tool_reply(id, &params.arguments.text),
+                    "progress" => {
+                        if let Some(meta) = &params.meta {
+                            for i in 1..=params.arguments.count {
+                                let note = encode(&Outbound {
+                                    jsonrpc: "2.0",
+                                    id: None,
+                                    method: "notifications/progress",
+                                    params: ProgressOut {
+                                        progress_token: &meta.progress_token,
+                                        progress: i,
+                                        total: params.arguments.count,
+                                    },
+                                });
+                                if tx.send(note).await.is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                        tool_reply(id, "done")
+                    }
+                    "big" => tool_reply(id, big_text(params.arguments.bytes)),
+                    _ => continue,
+                }
+            }
+            _ => encode(&Reply {
+                jsonrpc: "2.0",
+                id,
+                result: serde_json::json!({}),
+            }),
+        };
+        if tx.send(frame).await.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Box<RawValue>, String>>>>>;
+
+/// The baseline client.
+pub struct Client {
+    tx: mpsc::Sender<Vec<u8>>,
+    pending: Pending,
+    next_id: AtomicU64,
+    reader: JoinHandle<()>,
+    writer: JoinHandle<()>,
+}
+
+impl Client {
+    /// Start the reader and writer, then run `initialize` and `notifications/initialized`.
+    pub async fn connect<R, W>(r: R, w: W, log: Arc<ProgressLog>) -> Result<Client, String>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(QUEUE);
+        let writer = tokio::spawn(write_loop(w, rx));
+        let pending: Pending = Arc::default();
+        let reader = tokio::spawn(read_loop(r, pending.clone(), log));
+        let client = Client {
+            tx,
+            pending,
+            next_id: AtomicU64::new(1),
+            reader,
+            writer,
+        };
+        client
+            .request(
+                "initialize",
+                serde_json::json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "baseline", "version": "1.0.0"}
+                }),
+            )
+            .await?;
+        let note = encode(&Outbound {
+            jsonrpc: "2.0",
+            id: None,
+            method: "notifications/initialized",
+            params: serde_json::json!({}),
+        });
+        client
+            .tx
+            .send(note)
+            .await
+            .map_err(|_| "connection closed".to_owned())?;
+        Ok(client)
+    }
+
+    async fn request<P: Serialize>(
+        &self,
+        method: &str,
+        params: P,
+    ) -> Result<Box<RawValue>, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (otx, orx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, otx);
+        let frame = encode(&Outbound {
+            jsonrpc: "2.0",
+            id: Some(id),
+            method,
+            params,
+        });
+        self.tx
+            .send(frame)
+            .await
+            .map_err(|_| "connection closed".to_owned())?;
+        orx.await
+            .map_err(|_| "connection closed before the response".to_owned())?
+    }
+
+    /// Call a tool and return its first text block.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        progress_token: Option<u64>,
+    ) -> Result<String, String> {
+        let params = match progress_token {
+            Some(token) => serde_json::json!({
+                "name": name, "arguments": arguments, "_meta": {"progressToken": token}
+            }),
+            None => serde_json::json!({"name": name, "arguments": arguments}),
+        };
+        let raw = self.request("tools/call", params).await?;
+        let result: ToolResultIn = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        result
+            .content
+            .into_iter()
+            .next()
+            .map(|c| c.text)
+            .ok_or_else(|| "empty result".to_owned())
+    }
+
+    /// End the connection: close the outbound stream and stop the reader.
+    pub async fn close(self) {
+        drop(self.tx);
+        let _ = self.writer.await;
+        self.reader.abort();
+    }
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(r: R, pending: Pending, log: Arc<ProgressLog>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, r);
+    let mut line = Vec::with_capacity(64 * 1024);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Ok(msg) = serde_json::from_slice::<Inbound<'_>>(&line) else {
+            continue;
+        };
+        if let Some(method) = msg.method {
+            if method == "notifications/progress"
+                && let Some(p) = msg
+                    .params
+                    .and_then(|p| serde_json::from_str::<ProgressIn>(p.get()).ok())
+            {
+                log.record(p.progress);
+            }
+            continue;
+        }
+        let Some(id) = msg.id else { continue };
+        let waiter = pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        if let Some(waiter) = waiter {
+            let outcome = match (msg.result, msg.error) {
+                (Some(result), _) => Ok(result),
+                (None, Some(error)) => Err(error.get().to_owned()),
+                (None, None) => Err("response without result".to_owned()),
+            };
+            let _ = waiter.send(outcome);
+        }
+    }
+    pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
