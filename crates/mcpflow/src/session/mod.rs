@@ -167,7 +167,13 @@ pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
 }
 
 fn serialize(message: &Message) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(128);
+    let payload = match message {
+        Message::Request(r) => r.params.as_ref().map_or(0, |p| p.get().len()),
+        Message::Notification(n) => n.params.as_ref().map_or(0, |p| p.get().len()),
+        Message::Response(r) => r.result.get().len(),
+        Message::Error(_) => 0,
+    };
+    let mut bytes = Vec::with_capacity(128 + payload);
     message.write_json(&mut bytes);
     bytes
 }
@@ -417,6 +423,21 @@ fn with_meta(
 ) -> Result<(Option<Box<RawValue>>, Option<String>), SessionError> {
     if !options.want_progress && options.meta.is_none() {
         return Ok((params, None));
+    }
+    // The common case, a progress token and nothing else: splice it into the object's
+    // text instead of parsing and re-serializing the params.
+    if options.meta.is_none() {
+        let text = params.as_ref().map_or("{}", |p| p.get()).trim_start();
+        if let Some(rest) = text.strip_prefix('{')
+            && !text.contains("\"_meta\"")
+        {
+            let rest = rest.trim_start();
+            let separator = if rest.starts_with('}') { "" } else { "," };
+            let spliced = format!("{{\"_meta\":{{\"progressToken\":{id}}}{separator}{rest}");
+            if let Ok(raw) = RawValue::from_string(spliced) {
+                return Ok((Some(raw), None));
+            }
+        }
     }
     let codec = |detail: String| SessionError::Codec {
         method: method.into(),
@@ -736,5 +757,46 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(poll) => poll.map(Ok),
             Err(_) => Poll::Ready(Err(())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Option<Box<RawValue>> {
+        Some(RawValue::from_string(text.to_owned()).expect("valid JSON"))
+    }
+
+    fn spliced(params: Option<Box<RawValue>>, options: &RequestOptions) -> serde_json::Value {
+        let (params, _) = with_meta("m", params, options, 7).expect("object params");
+        serde_json::from_str(params.expect("params").get()).expect("valid JSON")
+    }
+
+    #[test]
+    fn progress_tokens_are_spliced_in_or_merged() {
+        let progress = RequestOptions::new().with_progress_token();
+        assert_eq!(
+            spliced(None, &progress),
+            serde_json::json!({"_meta": {"progressToken": 7}})
+        );
+        assert_eq!(
+            spliced(raw(" { } "), &progress),
+            serde_json::json!({"_meta": {"progressToken": 7}})
+        );
+        assert_eq!(
+            spliced(raw(r#"{"name":"x","arguments":{"a":[1]}}"#), &progress),
+            serde_json::json!({"_meta": {"progressToken": 7}, "name": "x", "arguments": {"a": [1]}})
+        );
+        // Existing `_meta` is merged, and a caller's own token is kept.
+        assert_eq!(
+            spliced(raw(r#"{"_meta":{"k":1}}"#), &progress),
+            serde_json::json!({"_meta": {"k": 1, "progressToken": 7}})
+        );
+        assert_eq!(
+            spliced(raw(r#"{"_meta":{"progressToken":"mine"}}"#), &progress),
+            serde_json::json!({"_meta": {"progressToken": "mine"}})
+        );
+        assert!(with_meta("m", raw("[1]"), &progress, 7).is_err());
     }
 }

@@ -12,6 +12,8 @@ use crate::error::TransportError;
 
 const READ_CHUNK: usize = 64 * 1024;
 const PREFIX_KEPT: usize = 256;
+/// Largest read buffer kept between messages.
+const RETAINED_CAPACITY: usize = 16 * 1024 * 1024;
 
 /// Reads newline-delimited frames from an `AsyncRead`.
 #[derive(Debug)]
@@ -142,8 +144,9 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
         }
         if self.start == self.buf.len() {
             self.buf.clear();
-            // Do not keep a huge buffer alive after one large message.
-            if self.buf.capacity() > 4 * READ_CHUNK {
+            // Keep the buffer for the next large message (regrowing it costs a copy and
+            // page faults), but do not keep more than RETAINED_CAPACITY alive.
+            if self.buf.capacity() > RETAINED_CAPACITY {
                 self.buf.shrink_to(READ_CHUNK);
             }
         } else {
@@ -155,7 +158,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
 }
 
 fn memchr(haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', haystack)
 }
 
 #[cfg(test)]
