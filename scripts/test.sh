@@ -14,6 +14,9 @@ cargo clippy --workspace --all-targets -j2 -- -D warnings
 echo "==> cargo test --workspace -j2"
 cargo test --workspace -j2
 
+echo "==> cargo doc --workspace --no-deps (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -j2
+
 echo "==> interop matrix over stdio (installs pinned Python and TypeScript SDK peers into .peers/)"
 ./scripts/install-peers.sh
 INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh

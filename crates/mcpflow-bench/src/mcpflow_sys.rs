@@ -56,7 +56,7 @@ fn first_text(result: &CallToolResult) -> Result<String, String> {
         .ok_or_else(|| "no text in the result".to_owned())
 }
 
-/// `tools/call` through [`Client::call_tool`], as the README shows.
+/// `tools/call` through [`ClientHandle::call_tool`](mcpflow::client::ClientHandle::call_tool), as the README shows.
 pub async fn call(client: &Client, name: &str, arguments: Value) -> Result<String, String> {
     let result = client
         .call_tool(name, arguments)
