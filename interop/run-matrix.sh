@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stdio interop matrix: the mcpflow server against the official SDK clients (Python mcp 2.x
-# in auto and legacy modes, Python mcp 1.30, TypeScript SDK 1.x), and the mcpflow client
-# (`mcpflow inspect` / `mcpflow call`) against the official SDK servers.
+# in auto and legacy modes, Python mcp 1.30, TypeScript SDK 1.x, TypeScript SDK 2.x in legacy
+# and auto version-negotiation modes), and the mcpflow client (`mcpflow inspect` / `mcpflow call`)
+# against the official SDK servers.
 # Prints one line per cell, `PASS|FAIL <server> <- <client>: <detail>`, then `N passed, N failed`.
 # Exit 1 on any failure. Logs of every cell stay in $INTEROP_LOGS (default: a temp dir).
 set -uo pipefail
@@ -41,8 +42,12 @@ declare -A clients=(
     [py2-legacy]="$py2 $root/interop/peers/client.py --mode legacy"
     [py1]="$py1 $root/interop/peers/client.py"
     [ts]="$node $peers/node/client.mjs"
+    # TS SDK 2.x: `legacy` is the plain 2025 initialize handshake (the v2 default, set explicitly);
+    # `auto` probes server/discover (2026-07-28) first and falls back to initialize on -32601.
+    [ts2]="$node $peers/node/client-v2.mjs --mode legacy"
+    [ts2-auto]="$node $peers/node/client-v2.mjs --mode auto"
 )
-for c in py2-auto py2-legacy py1 ts; do
+for c in py2-auto py2-legacy py1 ts ts2 ts2-auto; do
     f="$logs/mcpflow-server.$c"
     # shellcheck disable=SC2086
     $T ${clients[$c]} "${MCPFLOW_TOOLS[@]}" --sampling-text "$SAMPLING_TEXT" -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
@@ -52,7 +57,7 @@ done
 
 # --- the mcpflow demo server (list_changed mid-call) against the peer clients ------------
 DEMO_TOOLS=(--progress count_to_three --log count_to_three --change install_plugin --sampling ask_model)
-for c in py2-auto py2-legacy py1 ts; do
+for c in py2-auto py2-legacy py1 ts ts2 ts2-auto; do
     f="$logs/mcpflow-demo-server.$c"
     # shellcheck disable=SC2086
     $T ${clients[$c]} "${DEMO_TOOLS[@]}" --sampling-text "$SAMPLING_TEXT" -- "$mcpflow" serve demo >"$f.out" 2>"$f.err"
@@ -65,8 +70,9 @@ declare -A servers=(
     [py2]="$py2 $root/interop/peers/server.py"
     [py1]="$py1 $root/interop/peers/server.py"
     [ts]="$node $peers/node/server.mjs"
+    [ts2]="$node $peers/node/server-v2.mjs"
 )
-for s in py2 py1 ts; do
+for s in py2 py1 ts ts2; do
     d="$logs/$s-server.mcpflow"
     mkdir -p "$d"
     read -r -a cmd <<<"${servers[$s]}"
@@ -84,7 +90,7 @@ done
 
 # --- controls: peer server <- peer client (validates the peers themselves) ------------
 if [[ "${INTEROP_CONTROLS:-1}" == 1 ]]; then
-    for pair in "py2:py2-legacy" "py1:py1" "ts:ts" "py2:ts" "ts:py1"; do
+    for pair in "py2:py2-legacy" "py1:py1" "ts:ts" "py2:ts" "ts:py1" "ts2:ts2" "ts2:ts" "ts:ts2"; do
         s="${pair%%:*}" c="${pair#*:}"
         f="$logs/control.$s.$c"
         read -r -a cmd <<<"${servers[$s]}"

