@@ -459,65 +459,70 @@ mod tests {
 
     #[tokio::test]
     async fn serves_the_conformance_payloads() {
-        let (client_side, server_side) = MemoryTransport::pair(0);
-        let _running = everything_server().serve(server_side);
-        let client = Client::builder("test", "0")
-            .on_elicitation(false, |_params, _client| async {
-                Ok(ElicitResult::accept(super::object(
-                    json!({ "username": "ada", "email": "ada@example.com" }),
-                )))
-            })
-            .connect(client_side)
-            .await
-            .unwrap();
+        // Every wait is bounded: a hang fails here, naming the scenario.
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            let (client_side, server_side) = MemoryTransport::pair(0);
+            let _running = everything_server().serve(server_side);
+            let client = Client::builder("test", "0")
+                .on_elicitation(false, |_params, _client| async {
+                    Ok(ElicitResult::accept(super::object(
+                        json!({ "username": "ada", "email": "ada@example.com" }),
+                    )))
+                })
+                .connect(client_side)
+                .await
+                .unwrap();
 
-        let result = client
-            .call_tool("test_elicitation", json!({ "message": "who?" }))
-            .await
-            .unwrap();
-        let text = result.content[0].as_text().unwrap();
-        assert!(
-            text.contains("action=accept") && text.contains("ada@example.com"),
-            "{text}"
-        );
+            let result = client
+                .call_tool("test_elicitation", json!({ "message": "who?" }))
+                .await
+                .unwrap();
+            let text = result.content[0].as_text().unwrap();
+            assert!(
+                text.contains("action=accept") && text.contains("ada@example.com"),
+                "{text}"
+            );
 
-        let read = client
-            .read_resource("test://template/123/data")
-            .await
-            .unwrap();
-        let ResourceContents::Text(t) = &read.contents[0] else {
-            panic!("expected text")
-        };
-        assert_eq!(t.mime_type.as_deref(), Some("application/json"));
-        let body: serde_json::Value = serde_json::from_str(&t.text).unwrap();
-        assert_eq!(body["id"], "123");
+            let read = client
+                .read_resource("test://template/123/data")
+                .await
+                .unwrap();
+            let ResourceContents::Text(t) = &read.contents[0] else {
+                panic!("expected text")
+            };
+            assert_eq!(t.mime_type.as_deref(), Some("application/json"));
+            let body: serde_json::Value = serde_json::from_str(&t.text).unwrap();
+            assert_eq!(body["id"], "123");
 
-        let prompt = client
-            .get_prompt(
-                &GetPromptRequestParams::new("test_prompt_with_arguments")
-                    .with_argument("arg1", "a")
-                    .with_argument("arg2", "b"),
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            prompt.messages[0].content.as_text(),
-            Some("Prompt with arguments: arg1='a', arg2='b'")
-        );
+            let prompt = client
+                .get_prompt(
+                    &GetPromptRequestParams::new("test_prompt_with_arguments")
+                        .with_argument("arg1", "a")
+                        .with_argument("arg2", "b"),
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                prompt.messages[0].content.as_text(),
+                Some("Prompt with arguments: arg1='a', arg2='b'")
+            );
 
-        let params = CompleteRequestParams::new(
-            CompletionReference::prompt("test_prompt_with_arguments"),
-            "arg1",
-            "par",
-        );
-        let completion = client.complete(&params).await.unwrap();
-        assert_eq!(completion.completion.values, vec!["paris", "park", "party"]);
+            let params = CompleteRequestParams::new(
+                CompletionReference::prompt("test_prompt_with_arguments"),
+                "arg1",
+                "par",
+            );
+            let completion = client.complete(&params).await.unwrap();
+            assert_eq!(completion.completion.values, vec!["paris", "park", "party"]);
 
-        let error = client
-            .call_tool("test_error_handling", json!({}))
-            .await
-            .unwrap();
-        assert!(error.is_error());
-        client.close().await;
+            let error = client
+                .call_tool("test_error_handling", json!({}))
+                .await
+                .unwrap();
+            assert!(error.is_error());
+            client.close().await;
+        })
+        .await
+        .expect("the everything server answered every request within 10 s");
     }
 }

@@ -233,9 +233,9 @@ impl ChildShared {
 
     fn signal(&self, signal: libc::c_int) {
         if let Some(pid) = self.pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
-            // SAFETY-free: `kill` is a plain syscall; a negative pid names the group we created.
+            // A negative pid names the process group the child was started in.
             #[allow(unsafe_code)]
-            // SAFETY: kill(2) has no memory-safety preconditions.
+            // SAFETY: kill(2) takes plain integers and has no memory-safety preconditions.
             unsafe {
                 libc::kill(-pid, signal);
             }
