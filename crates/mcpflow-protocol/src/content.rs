@@ -226,7 +226,7 @@ impl<'de> Deserialize<'de> for ContentBlock {
         }
         map.remove("type");
         Ok(match kind.as_str() {
-            "text" => ContentBlock::Text(inner(map, &kind)?),
+            "text" => ContentBlock::Text(text_from_map(map)?),
             "image" => ContentBlock::Image(inner(map, &kind)?),
             "audio" => ContentBlock::Audio(inner(map, &kind)?),
             "resource_link" => ContentBlock::ResourceLink(inner(map, &kind)?),
@@ -273,6 +273,46 @@ pub struct TextContent {
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
+}
+
+/// A text block from its already-parsed fields, moving the text out rather than
+/// decoding the map a second time (text is the bulk of large results).
+fn text_from_map<E: de::Error>(mut map: JsonObject) -> Result<TextContent, E> {
+    let text = match map.remove("text") {
+        Some(Value::String(text)) => text,
+        Some(_) => {
+            return Err(E::custom(
+                "invalid `text` content block: `text` must be a string",
+            ));
+        }
+        None => {
+            return Err(E::custom(
+                "invalid `text` content block: missing field `text`",
+            ));
+        }
+    };
+    let annotations = match map.remove("annotations") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value(v)
+                .map_err(|e| E::custom(format_args!("invalid `text` content block: {e}")))?,
+        ),
+    };
+    let meta = match map.remove("_meta") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => {
+            return Err(E::custom(
+                "invalid `text` content block: `_meta` must be an object",
+            ));
+        }
+    };
+    Ok(TextContent {
+        text,
+        annotations,
+        meta,
+        extra: map,
+    })
 }
 
 impl TextContent {

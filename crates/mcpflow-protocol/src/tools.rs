@@ -216,7 +216,7 @@ impl CallToolRequestParams {
 ///
 /// Tool failures are results with `isError: true`, not JSON-RPC errors, so the model can
 /// see them.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Unstructured result.
@@ -233,6 +233,43 @@ pub struct CallToolResult {
     /// Fields this crate does not know (e.g. 2026-07-28 `resultType`).
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
+}
+
+/// Read field by field instead of through `#[serde(flatten)]`, which would buffer the
+/// whole result (often the largest message of a session) before decoding it.
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a CallToolResult object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<CallToolResult, A::Error> {
+                let mut content = None;
+                let mut result = CallToolResult::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "content" => content = Some(map.next_value::<Vec<ContentBlock>>()?),
+                        "structuredContent" => result.structured_content = map.next_value()?,
+                        "isError" => result.is_error = map.next_value()?,
+                        "_meta" => result.meta = map.next_value()?,
+                        _ => {
+                            let value = map.next_value::<Value>()?;
+                            result.extra.insert(key, value);
+                        }
+                    }
+                }
+                result.content =
+                    content.ok_or_else(|| serde::de::Error::missing_field("content"))?;
+                Ok(result)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 impl CallToolResult {
