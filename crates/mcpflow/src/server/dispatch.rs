@@ -167,8 +167,13 @@ impl Service for ServerService {
                         .ok_or_else(|| {
                             ErrorObject::invalid_params(format!("unknown tool: {}", p.name))
                         })?;
-                    let arguments = p.arguments.unwrap_or_default();
+                    // Validate the arguments as they are, then hand the same map over.
+                    let arguments = serde_json::Value::Object(p.arguments.unwrap_or_default());
                     let violations = entry.violations(&arguments);
+                    let arguments = match arguments {
+                        serde_json::Value::Object(map) => map,
+                        _ => mcpflow_protocol::JsonObject::new(),
+                    };
                     if !violations.is_empty() {
                         return invalid_arguments(
                             &p.name,

@@ -102,13 +102,12 @@ impl ToolEntry {
     }
 
     /// Check arguments against the input schema: each violation as `(path, reason)`.
-    pub(crate) fn violations(&self, arguments: &JsonObject) -> Vec<(String, String)> {
+    pub(crate) fn violations(&self, arguments: &serde_json::Value) -> Vec<(String, String)> {
         let Some(validator) = &self.validator else {
             return Vec::new();
         };
-        let instance = serde_json::Value::Object(arguments.clone());
         validator
-            .iter_errors(&instance)
+            .iter_errors(arguments)
             .take(10)
             .map(|e| {
                 let path = e.instance_path().to_string();

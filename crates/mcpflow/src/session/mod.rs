@@ -518,13 +518,13 @@ impl PendingRequest {
                 }
             };
             match event {
-                Some(PendingEvent::Progress(raw)) => {
+                Some(PendingEvent::Progress(update)) => {
                     if self.deadline.reset_on_progress {
                         self.deadline.last_activity = Instant::now();
                     }
-                    match serde_json::from_str::<ProgressUpdate>(raw.get()) {
-                        Ok(update) => return Some(RequestEvent::Progress(update)),
-                        Err(e) => tracing::debug!(error = %e, "ignored malformed progress"),
+                    match update {
+                        Some(update) => return Some(RequestEvent::Progress(update)),
+                        None => tracing::debug!("ignored malformed progress"),
                     }
                 }
                 Some(PendingEvent::Outcome(outcome)) => {

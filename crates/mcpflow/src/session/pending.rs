@@ -129,7 +129,8 @@ impl RequestOptions {
 /// What the peer said about one pending request.
 #[derive(Debug)]
 pub(crate) enum PendingEvent {
-    Progress(Box<RawValue>),
+    /// A progress report, read once by the reader (`None`: its fields were malformed).
+    Progress(Option<ProgressUpdate>),
     Outcome(Result<Box<RawValue>, Failure>),
 }
 
@@ -225,7 +226,7 @@ impl PendingTable {
 
     /// Route a progress notification by its token (raw JSON text). Returns false when
     /// no pending request has that token.
-    pub(crate) fn progress(&self, token: &str, params: Box<RawValue>) -> bool {
+    pub(crate) fn progress(&self, token: &str, update: Option<ProgressUpdate>) -> bool {
         let state = self.lock();
         let id = match state.aliases.get(token) {
             Some(id) => Some(*id),
@@ -237,7 +238,7 @@ impl PendingTable {
         };
         match id.and_then(|id| state.slots.get(&id)) {
             Some(slot) => {
-                let _ = slot.events.send(PendingEvent::Progress(params));
+                let _ = slot.events.send(PendingEvent::Progress(update));
                 true
             }
             None => false,

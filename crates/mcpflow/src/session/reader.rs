@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::inbound::Refusal;
-use super::pending::Failure;
+use super::pending::{Failure, ProgressUpdate};
 use super::{Peer, Service, Shared};
 use crate::error::CloseReason;
 use crate::transport::{FrameKind, FrameReader, InboundFrame};
@@ -162,9 +162,9 @@ impl Router {
         match n.method.as_str() {
             "notifications/progress" => {
                 if let Some(params) = n.params.as_deref()
-                    && let Some(token) = progress_token_text(params)
+                    && let Some((token, update)) = read_progress(params)
                 {
-                    if self.shared.pending.progress(&token, params.to_owned()) {
+                    if self.shared.pending.progress(&token, update) {
                         return;
                     }
                     if token
@@ -223,16 +223,40 @@ impl Router {
     }
 }
 
-/// The JSON text of `params.progressToken` when it is a string or an integer.
-fn progress_token_text(params: &RawValue) -> Option<String> {
+/// Read a progress notification once: the JSON text of its `progressToken` (when that is
+/// a string or an integer) and the update itself (`None` when the rest is malformed; the
+/// request still counts it as activity, and the update is dropped with a log).
+fn read_progress(params: &RawValue) -> Option<(String, Option<ProgressUpdate>)> {
     #[derive(Deserialize)]
-    struct Head<'a> {
+    struct Fields<'a> {
         #[serde(rename = "progressToken", borrow)]
         token: &'a RawValue,
+        #[serde(default, borrow)]
+        progress: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        total: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        message: Option<&'a RawValue>,
     }
-    let head: Head<'_> = serde_json::from_str(params.get()).ok()?;
-    let text = head.token.get();
-    (text.starts_with('"') || text.parse::<i64>().is_ok()).then(|| text.to_owned())
+    fn field<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<Option<T>> {
+        match raw {
+            None => Some(None),
+            Some(raw) => serde_json::from_str(raw.get()).ok().map(Some),
+        }
+    }
+    let fields: Fields<'_> = serde_json::from_str(params.get()).ok()?;
+    let text = fields.token.get();
+    if !(text.starts_with('"') || text.parse::<i64>().is_ok()) {
+        return None;
+    }
+    let update = (|| {
+        Some(ProgressUpdate {
+            progress: field(fields.progress)??,
+            total: field::<Option<f64>>(fields.total)?.flatten(),
+            message: field::<Option<String>>(fields.message)?.flatten(),
+        })
+    })();
+    Some((text.to_owned(), update))
 }
 
 /// The id of a request from the first bytes of a frame too large to parse, when it
