@@ -118,22 +118,7 @@ pub(crate) fn tool_registration(spec: &ToolSpec, in_impl: bool) -> TokenStream {
     } else {
         quote!(#ident)
     };
-    let args_param = match &spec.params.args {
-        Some(ty) => quote!(#args: #ty),
-        None => quote!(_: ()),
-    };
-    let cx_param = if spec.params.context {
-        quote!(#cx: ::mcpflow::server::ServerContext)
-    } else {
-        quote!(_: ::mcpflow::server::ServerContext)
-    };
-    let mut call_args = Vec::new();
-    if spec.params.args.is_some() {
-        call_args.push(args.to_token_stream());
-    }
-    if spec.params.context {
-        call_args.push(cx.to_token_stream());
-    }
+    let (args_param, cx_param, call_args) = handler_params(&spec.params, &args, &cx);
     let closure = match spec.receiver {
         Receiver::None => quote!(move |#args_param, #cx_param| #callee(#(#call_args),*)),
         Receiver::Ref => {
@@ -236,22 +221,7 @@ pub(crate) fn prompt_function(spec: &PromptSpec, vis: &syn::Visibility) -> Token
         spec.ident
     );
     let errors = error_helpers(false);
-    let args_param = match &spec.params.args {
-        Some(ty) => quote!(#args: #ty),
-        None => quote!(_: ()),
-    };
-    let cx_param = if spec.params.context {
-        quote!(#cx: ::mcpflow::server::ServerContext)
-    } else {
-        quote!(_: ::mcpflow::server::ServerContext)
-    };
-    let mut call_args = Vec::new();
-    if spec.params.args.is_some() {
-        call_args.push(args.to_token_stream());
-    }
-    if spec.params.context {
-        call_args.push(cx.to_token_stream());
-    }
+    let (args_param, cx_param, call_args) = handler_params(&spec.params, &args, &cx);
     let (declared, decode) = match &spec.params.args {
         Some(ty) => (
             quote!(__mcpflow_prompt_arguments(&::mcpflow::server::schema_of::<#ty>())),
@@ -565,4 +535,30 @@ pub(crate) fn tools_impl(block: &syn::ItemImpl, specs: &[ToolSpec]) -> TokenStre
             }
         }
     }
+}
+
+/// The generated closure's two parameters (arguments, context; unused ones become `_`)
+/// and the arguments it passes on to the user's function, for tools and prompts alike.
+fn handler_params(
+    params: &crate::signature::ArgsAndContext,
+    args: &proc_macro2::Ident,
+    cx: &proc_macro2::Ident,
+) -> (TokenStream, TokenStream, Vec<TokenStream>) {
+    let args_param = match &params.args {
+        Some(ty) => quote!(#args: #ty),
+        None => quote!(_: ()),
+    };
+    let cx_param = if params.context {
+        quote!(#cx: ::mcpflow::server::ServerContext)
+    } else {
+        quote!(_: ::mcpflow::server::ServerContext)
+    };
+    let mut call_args = Vec::new();
+    if params.args.is_some() {
+        call_args.push(args.to_token_stream());
+    }
+    if params.context {
+        call_args.push(cx.to_token_stream());
+    }
+    (args_param, cx_param, call_args)
 }
