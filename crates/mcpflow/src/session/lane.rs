@@ -41,11 +41,17 @@ tokio::task_local! {
     static ON_LANE: ();
 }
 
+/// Whether a notification of this method may be absorbed by a queued one.
+fn coalescable(method: &str) -> bool {
+    method.ends_with("/list_changed") || method == "notifications/resources/updated"
+}
+
+/// Whether a queued notification absorbs `new`: the same `list_changed`, or the same
+/// `resources/updated` for the same resource.
 fn coalesces((_, queued): &(u64, Notification), new: &Notification) -> bool {
     queued.method == new.method
         && (new.method.ends_with("/list_changed")
-            || (new.method == "notifications/resources/updated"
-                && queued.params.as_ref().map(|p| p.get()) == new.params.as_ref().map(|p| p.get())))
+            || queued.params.as_ref().map(|p| p.get()) == new.params.as_ref().map(|p| p.get()))
 }
 
 impl NotificationLane {
@@ -70,7 +76,10 @@ impl NotificationLane {
         }
         state.offered += 1;
         let seq = state.offered;
-        if state.queue.iter().any(|q| coalesces(q, &notification)) {
+        // Only coalescable kinds pay for the scan; a log flood does not.
+        if coalescable(&notification.method)
+            && state.queue.iter().any(|q| coalesces(q, &notification))
+        {
             return;
         }
         if state.queue.len() >= self.capacity {
