@@ -45,6 +45,21 @@ pub enum TransportError {
     /// cannot skip to the next message boundary).
     #[error("framing error: {0}")]
     Framing(String),
+    /// An HTTP exchange failed: an error status, a dropped or idle event stream, or
+    /// exhausted reconnects. `status` is the HTTP status when one was received.
+    #[error("HTTP {context}: {detail}{}", http_status_suffix(*.status))]
+    Http {
+        /// What was being done (`POST`, `GET stream`, `reconnect`).
+        context: &'static str,
+        /// The status code, when the server answered.
+        status: Option<u16>,
+        /// What happened, with the start of the response body where there was one.
+        detail: String,
+    },
+}
+
+fn http_status_suffix(status: Option<u16>) -> String {
+    status.map(|s| format!(" (status {s})")).unwrap_or_default()
 }
 
 fn stderr_suffix(tail: &str) -> String {
@@ -129,6 +144,15 @@ pub enum SessionError {
         method: Box<str>,
         /// Why the connection ended.
         reason: CloseReason,
+    },
+    /// The transport could not deliver this one request or its answer (an HTTP error
+    /// status, a response stream that ended early); the connection itself stays open.
+    #[error("`{method}` failed in transport: {error}")]
+    Transport {
+        /// The method that was called.
+        method: Box<str>,
+        /// What went wrong.
+        error: TransportError,
     },
     /// The params could not be serialized, or the result did not have the expected shape.
     #[error("`{method}`: {detail}")]

@@ -95,6 +95,8 @@
 pub mod client;
 pub mod config;
 pub mod error;
+#[cfg(any(feature = "http-server", feature = "http-client"))]
+pub mod http;
 pub mod server;
 pub mod session;
 pub mod transport;

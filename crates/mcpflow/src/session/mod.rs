@@ -538,6 +538,10 @@ impl PendingRequest {
                             method: self.method.clone(),
                             reason,
                         },
+                        Failure::Transport(error) => SessionError::Transport {
+                            method: self.method.clone(),
+                            error,
+                        },
                     });
                     return Some(RequestEvent::Done(result));
                 }

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::error::{CloseReason, SessionError};
+use crate::error::{CloseReason, SessionError, TransportError};
 
 /// One progress report for a request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -138,6 +138,7 @@ pub(crate) enum PendingEvent {
 pub(crate) enum Failure {
     Rejected(ErrorObject),
     Closed(CloseReason),
+    Transport(TransportError),
 }
 
 /// An event of a pending request, as [`PendingRequest::next_event`](super::PendingRequest::next_event) yields them.

@@ -95,6 +95,11 @@ impl Router {
                     }
                 }
             },
+            InboundFrame::RequestFailed { id, error } => {
+                if !self.shared.pending.complete(&id, Err(Failure::Transport(error))) {
+                    tracing::debug!(%id, "ignored a transport failure of an unknown or finished request");
+                }
+            }
             InboundFrame::Oversized { len, prefix, limit } => {
                 tracing::warn!(len, limit, "skipped an oversized frame");
                 if let Some(id) = sniff_request_id(&prefix) {

@@ -71,6 +71,16 @@ pub enum InboundFrame {
         /// The limit it exceeded.
         limit: usize,
     },
+    /// The transport could not complete one of this side's requests (an HTTP error
+    /// status, a response stream that ended before the answer). The session fails that
+    /// request at once with [`SessionError::Transport`](crate::SessionError::Transport);
+    /// the connection stays open.
+    RequestFailed {
+        /// The id of this side's request.
+        id: RequestId,
+        /// Why it failed.
+        error: TransportError,
+    },
 }
 
 /// The receiving half of a transport.

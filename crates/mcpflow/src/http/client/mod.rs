@@ -1,0 +1,1 @@
+//! The streamable HTTP client transport.
