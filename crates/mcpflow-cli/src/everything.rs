@@ -294,7 +294,9 @@ pub fn everything_server() -> Server {
                 )))
             },
         )
-        .typed_tool("test_reconnection", "Tests stream disconnection and client reconnection (SEP-1699)", |_args: NoArgs, _cx| async {
+        .typed_tool("test_reconnection", "Tests stream disconnection and client reconnection (SEP-1699)", |_args: NoArgs, cx| async move {
+                // Over HTTP the client must reconnect with Last-Event-ID to get the result.
+                cx.close_event_stream().await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok::<_, ToolError>(CallToolResult::text(
                     "Reconnection test completed successfully. If you received this, the client properly \

@@ -36,10 +36,14 @@ enum Command {
     /// Run an in-process server and client and narrate progress, list_changed,
     /// sampling and cancellation.
     Demo,
-    /// Serve a built-in server over stdio.
+    /// Serve a built-in server over stdio, or over streamable HTTP with `--http`.
     Serve {
         #[command(subcommand)]
         server: ServeWhat,
+        /// Serve streamable HTTP on this address (e.g. `127.0.0.1:3000`; the endpoint is
+        /// `/mcp`) instead of stdio.
+        #[arg(long, global = true, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// Start a server as a child process and describe it.
     Inspect {
@@ -83,6 +87,24 @@ enum ServeWhat {
     Demo,
 }
 
+/// Serve over streamable HTTP until the process is stopped.
+async fn serve_http(server: mcpflow::server::Server, addr: &str) -> u8 {
+    match mcpflow::http::server::HttpServer::new(server)
+        .bind(addr)
+        .await
+    {
+        Ok(running) => {
+            eprintln!("mcpflow: serving MCP at {}", running.url());
+            running.wait().await;
+            0
+        }
+        Err(e) => {
+            eprintln!("mcpflow: could not listen on {addr}: {e}");
+            EXIT_CONNECTION
+        }
+    }
+}
+
 fn parse_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
@@ -123,16 +145,21 @@ fn main() -> ExitCode {
                     1
                 }
             },
-            Command::Serve { server } => {
+            Command::Serve { server, http } => {
                 let server = match server {
                     ServeWhat::Everything => everything::everything_server(),
                     ServeWhat::Demo => demo::stdio_demo_server(),
                 };
-                server
-                    .serve(mcpflow::transport::stdio::stdio())
-                    .wait()
-                    .await;
-                0
+                match http {
+                    None => {
+                        server
+                            .serve(mcpflow::transport::stdio::stdio())
+                            .wait()
+                            .await;
+                        0
+                    }
+                    Some(addr) => serve_http(server, &addr).await,
+                }
             }
             Command::Inspect {
                 json,

@@ -80,6 +80,16 @@ impl ServerContext {
         self.connection.protocol_version()
     }
 
+    /// Over streamable HTTP, end the event stream that will carry this request's answer
+    /// now, after what was sent before it; the client reconnects after the server's
+    /// `retry` interval with `Last-Event-ID` and receives the rest, including the
+    /// result (SEP-1699 polling). A long call so frees its connection. It does nothing
+    /// where the stream could not be resumed (no event store, a client older than
+    /// 2025-11-25, a JSON response) and on other transports.
+    pub async fn close_event_stream(&self) {
+        self.request.peer().end_related_stream().await;
+    }
+
     /// Report progress (sent only if the client asked for it with a progress token).
     ///
     /// # Errors

@@ -146,6 +146,7 @@ impl Shared {
                 kind: FrameKind::Notification,
                 related,
             },
+            end_stream: false,
         };
         // The ordered queue keeps the cancellation behind its request; if it is full,
         // the control queue still gets it out.
@@ -163,6 +164,7 @@ pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
             kind,
             related: None,
         },
+        end_stream: false,
     }
 }
 
@@ -299,6 +301,7 @@ impl Peer {
                 kind: FrameKind::Request,
                 related: self.related.clone(),
             },
+            end_stream: false,
         };
         let queued = tokio::time::timeout_at(deadline.at(), self.shared.outbound.send(frame)).await;
         match queued {
@@ -361,12 +364,31 @@ impl Peer {
                 kind,
                 related: self.related.clone(),
             },
+            end_stream: false,
         };
         self.shared
             .outbound
             .send(frame)
             .await
             .map_err(|_| self.shared.close_reason())
+    }
+
+    /// Ask the transport to end the stream carrying the answer to the request this peer
+    /// handle is related to, once what is queued before it is written. Streamable HTTP
+    /// does so when the stream can be resumed; other transports ignore it.
+    pub(crate) async fn end_related_stream(&self) {
+        if self.related.is_none() {
+            return;
+        }
+        let frame = Outbound {
+            bytes: Vec::new(),
+            meta: FrameMeta {
+                kind: FrameKind::Notification,
+                related: self.related.clone(),
+            },
+            end_stream: true,
+        };
+        let _ = self.shared.outbound.send(frame).await;
     }
 
     /// Whether the connection has ended.

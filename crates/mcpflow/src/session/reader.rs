@@ -96,7 +96,11 @@ impl Router {
                 }
             },
             InboundFrame::RequestFailed { id, error } => {
-                if !self.shared.pending.complete(&id, Err(Failure::Transport(error))) {
+                if !self
+                    .shared
+                    .pending
+                    .complete(&id, Err(Failure::Transport(error)))
+                {
                     tracing::debug!(%id, "ignored a transport failure of an unknown or finished request");
                 }
             }

@@ -24,6 +24,22 @@ const MAX_BATCH: usize = 256;
 pub(crate) struct Outbound {
     pub(crate) bytes: Vec<u8>,
     pub(crate) meta: FrameMeta,
+    /// Not a message: end the stream of the request in `meta.related`.
+    pub(crate) end_stream: bool,
+}
+
+async fn write_one<W: FrameWriter>(
+    writer: &mut W,
+    frame: &Outbound,
+) -> Result<(), crate::error::TransportError> {
+    if frame.end_stream {
+        if let Some(request) = &frame.meta.related {
+            writer.flush().await?;
+            writer.end_stream(request).await;
+        }
+        return Ok(());
+    }
+    writer.write_frame(&frame.bytes, &frame.meta).await
 }
 
 pub(crate) async fn run_writer<W: FrameWriter>(
@@ -58,7 +74,7 @@ pub(crate) async fn run_writer<W: FrameWriter>(
         rest.push(frame);
     }
     for frame in rest {
-        if writer.write_frame(&frame.bytes, &frame.meta).await.is_err() {
+        if write_one(&mut writer, &frame).await.is_err() {
             break;
         }
     }
@@ -73,7 +89,7 @@ async fn write_batch<W: FrameWriter>(
     outbound: &mut mpsc::Receiver<Outbound>,
 ) -> Result<(), crate::error::TransportError> {
     let mut unflushed_notification = matches!(first.meta.kind, FrameKind::Notification);
-    writer.write_frame(&first.bytes, &first.meta).await?;
+    write_one(writer, &first).await?;
     for _ in 1..MAX_BATCH {
         let Ok(frame) = control.try_recv().or_else(|_| outbound.try_recv()) else {
             break;
@@ -86,7 +102,7 @@ async fn write_batch<W: FrameWriter>(
             FrameKind::Notification => unflushed_notification = true,
             _ => {}
         }
-        writer.write_frame(&frame.bytes, &frame.meta).await?;
+        write_one(writer, &frame).await?;
     }
     writer.flush().await
 }

@@ -172,6 +172,7 @@ mod tests {
             out.push(match frame {
                 InboundFrame::Message(m) => String::from_utf8(m).expect("utf8"),
                 InboundFrame::Oversized { len, .. } => format!("<oversized {len}>"),
+                InboundFrame::RequestFailed { .. } => "<request failed>".to_owned(),
             });
         }
         out

@@ -103,6 +103,15 @@ pub trait FrameWriter: Send + 'static {
         meta: &FrameMeta,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// End the stream carrying the answer to the peer's request `request` now, when the
+    /// peer can resume it later (streamable HTTP with an event store: the client
+    /// reconnects with `Last-Event-ID` and receives the rest). Frames queued before were
+    /// flushed. Transports without such streams ignore it, which is the default.
+    fn end_stream(&mut self, request: &RequestId) -> impl Future<Output = ()> + Send {
+        let _ = request;
+        std::future::ready(())
+    }
+
     /// Push queued frames to the peer.
     fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 

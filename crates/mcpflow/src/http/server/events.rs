@@ -1,0 +1,216 @@
+//! Server-sent events: the wire format, the response body that streams them, and the
+//! [`EventStore`] that makes a stream resumable.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+/// Where an event belongs: a session and one of its streams.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StreamKey {
+    /// The session id (`Mcp-Session-Id`).
+    pub session: String,
+    /// The stream's number within the session.
+    pub stream: u64,
+}
+
+/// Keeps the events sent on each stream, so a client that lost a stream can resume it
+/// with `Last-Event-ID` and miss nothing.
+///
+/// Event ids are `"{stream}-{seq}"`; `seq` counts from 0 (the priming event) per
+/// stream. The server calls these methods with the session's routing lock held, so
+/// they must return quickly: keep events in memory, or write behind to a remote store.
+///
+/// ```
+/// use bytes::Bytes;
+/// use mcpflow::http::server::{EventStore, InMemoryEventStore, StreamKey};
+///
+/// let store = InMemoryEventStore::new(100);
+/// let key = StreamKey { session: "s".into(), stream: 1 };
+/// store.append(&key, 1, Bytes::from_static(b"{}"));
+/// assert_eq!(store.after(&key, 0).map(|e| e.len()), Some(1));
+/// ```
+pub trait EventStore: Send + Sync + 'static {
+    /// Record the message sent as event `seq` of a stream.
+    fn append(&self, key: &StreamKey, seq: u64, message: Bytes);
+
+    /// The events of a stream after `seq`, in order (none for a stream it never saw);
+    /// `None` when some of them are no longer held (evicted), so resuming would lose
+    /// messages.
+    fn after(&self, key: &StreamKey, seq: u64) -> Option<Vec<(u64, Bytes)>>;
+
+    /// Forget a session's events (it ended).
+    fn remove_session(&self, session: &str);
+}
+
+/// The default [`EventStore`]: the last `capacity` events of each session, in memory.
+pub struct InMemoryEventStore {
+    capacity: usize,
+    sessions: Mutex<HashMap<String, SessionEvents>>,
+}
+
+#[derive(Default)]
+struct SessionEvents {
+    /// (stream, seq, message), oldest first.
+    events: VecDeque<(u64, u64, Bytes)>,
+    /// Per stream, the highest seq evicted; resuming at or before it would lose events.
+    evicted: HashMap<u64, u64>,
+}
+
+impl InMemoryEventStore {
+    /// A store keeping at most `capacity` events per session (the oldest go first).
+    pub fn new(capacity: usize) -> Self {
+        InMemoryEventStore {
+            capacity: capacity.max(1),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Default for InMemoryEventStore {
+    /// 1,024 events per session.
+    fn default() -> Self {
+        InMemoryEventStore::new(1024)
+    }
+}
+
+impl fmt::Debug for InMemoryEventStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryEventStore")
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventStore for InMemoryEventStore {
+    fn append(&self, key: &StreamKey, seq: u64, message: Bytes) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let events = sessions.entry(key.session.clone()).or_default();
+        events.events.push_back((key.stream, seq, message));
+        while events.events.len() > self.capacity {
+            if let Some((stream, seq, _)) = events.events.pop_front() {
+                let evicted = events.evicted.entry(stream).or_default();
+                *evicted = (*evicted).max(seq);
+            }
+        }
+    }
+
+    fn after(&self, key: &StreamKey, seq: u64) -> Option<Vec<(u64, Bytes)>> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(events) = sessions.get(&key.session) else {
+            return Some(Vec::new());
+        };
+        if events.evicted.get(&key.stream).is_some_and(|&e| e > seq) {
+            return None;
+        }
+        Some(
+            events
+                .events
+                .iter()
+                .filter(|(stream, s, _)| *stream == key.stream && *s > seq)
+                .map(|(_, s, m)| (*s, m.clone()))
+                .collect(),
+        )
+    }
+
+    fn remove_session(&self, session: &str) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+    }
+}
+
+/// The id of event `seq` of stream `stream`.
+pub(crate) fn event_id(stream: u64, seq: u64) -> String {
+    format!("{stream}-{seq}")
+}
+
+/// Parse an event id made by [`event_id`].
+pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = id.trim().split_once('-')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+/// One event in SSE wire format. `data` is a JSON message (no raw newlines, but any
+/// are split into data lines anyway), or empty for a priming event.
+pub(crate) fn encode_event(id: Option<&str>, retry: Option<Duration>, data: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(data.len() + 48);
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    if let Some(retry) = retry {
+        out.extend_from_slice(format!("retry: {}\n", retry.as_millis()).as_bytes());
+    }
+    if data.is_empty() {
+        out.extend_from_slice(b"data: \n");
+    } else {
+        out.extend_from_slice(b"event: message\n");
+        for line in data.split(|&b| b == b'\n') {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+            out.push(b'\n');
+        }
+    }
+    out.push(b'\n');
+    Bytes::from(out)
+}
+
+/// An SSE comment that keeps idle proxies and clients from dropping the stream.
+const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+
+/// A response body streaming what arrives on `events` (already encoded), with a
+/// keep-alive comment after every `keep_alive` of silence. Ends when the sender is
+/// dropped. Each event is its own body frame, so hyper writes it as it is produced.
+pub(crate) fn sse_body(
+    events: mpsc::UnboundedReceiver<Bytes>,
+    keep_alive: Duration,
+) -> axum::body::Body {
+    let stream = futures_util::stream::unfold(events, move |mut events| async move {
+        let next = tokio::select! {
+            event = events.recv() => event?,
+            () = tokio::time::sleep(keep_alive) => Bytes::from_static(KEEP_ALIVE),
+        };
+        Some((Ok::<_, Infallible>(next), events))
+    });
+    axum::body::Body::from_stream(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_encode_as_sse() {
+        let e = encode_event(Some("1-0"), Some(Duration::from_millis(500)), b"");
+        assert_eq!(&e[..], b"id: 1-0\nretry: 500\ndata: \n\n");
+        let e = encode_event(Some("1-2"), None, b"{\"a\":1}");
+        assert_eq!(&e[..], b"id: 1-2\nevent: message\ndata: {\"a\":1}\n\n");
+        assert_eq!(parse_event_id("3-17"), Some((3, 17)));
+        assert_eq!(parse_event_id("x"), None);
+    }
+
+    #[test]
+    fn the_store_refuses_to_resume_past_evicted_events() {
+        let store = InMemoryEventStore::new(2);
+        let key = StreamKey {
+            session: "s".into(),
+            stream: 1,
+        };
+        for seq in 1..=3 {
+            store.append(&key, seq, Bytes::from(seq.to_string()));
+        }
+        assert_eq!(store.after(&key, 0), None, "event 1 was evicted");
+        let rest = store.after(&key, 1).expect("events after 1 are held");
+        assert_eq!(rest.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2, 3]);
+        store.remove_session("s");
+        assert_eq!(store.after(&key, 1), Some(Vec::new()));
+    }
+}

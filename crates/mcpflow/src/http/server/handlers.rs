@@ -1,0 +1,449 @@
+//! The POST, GET and DELETE handlers of the MCP endpoint.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mcpflow_protocol::jsonrpc::{Decoded, decode};
+use mcpflow_protocol::{ErrorCode, ErrorObject, Message, ProtocolVersion, RequestId};
+
+use super::events::sse_body;
+use super::session::{HttpSession, Reply, StreamError};
+use super::{AppState, new_session_id};
+use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use crate::transport::InboundFrame;
+
+/// An HTTP error with a JSON-RPC error body (no id unless known), as the spec allows.
+pub(crate) struct Refusal {
+    status: StatusCode,
+    code: ErrorCode,
+    id: Option<RequestId>,
+    message: String,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        tracing::debug!(status = %self.status, message = %self.message, "refused an HTTP request");
+        let body =
+            Message::error(self.id, ErrorObject::new(self.code, self.message)).to_json_string();
+        let mut response =
+            (self.status, [(CONTENT_TYPE, "application/json")], body).into_response();
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            response
+                .headers_mut()
+                .insert("allow", HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}
+
+pub(crate) fn refuse(
+    status: StatusCode,
+    code: ErrorCode,
+    id: Option<RequestId>,
+    message: String,
+) -> Refusal {
+    Refusal {
+        status,
+        code,
+        id,
+        message,
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> Refusal {
+    refuse(
+        StatusCode::BAD_REQUEST,
+        ErrorCode::INVALID_REQUEST,
+        None,
+        message.into(),
+    )
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// What the `Accept` header allows: (JSON, event stream).
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let Some(accept) = header(headers, ACCEPT.as_str()) else {
+        return (true, true);
+    };
+    let mut json = false;
+    let mut sse = false;
+    for item in accept.split(',') {
+        let media = item
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "*/*" => (json, sse) = (true, true),
+            "application/json" | "application/*" => json = true,
+            "text/event-stream" | "text/*" => sse = true,
+            _ => {}
+        }
+    }
+    (json, sse)
+}
+
+/// Common checks: Host/Origin, then `MCP-Protocol-Version` when present.
+fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
+    state.config.guard.check(headers).map_err(|reason| {
+        refuse(
+            StatusCode::FORBIDDEN,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            reason,
+        )
+    })?;
+    if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER) {
+        let version = ProtocolVersion::from(version.to_owned());
+        if !version.is_known() {
+            return Err(bad_request(format!(
+                "unsupported MCP-Protocol-Version `{version}`; supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The session a request names: 400 without one, 404 when unknown or terminated.
+fn find_session(state: &AppState, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
+    let Some(id) = header(headers, SESSION_ID_HEADER) else {
+        return Err(bad_request(
+            "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned",
+        ));
+    };
+    match state.session(id) {
+        Some(session) => {
+            session.touch();
+            Ok(session)
+        }
+        None => Err(refuse(
+            StatusCode::NOT_FOUND,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            format!(
+                "session `{id}` is unknown or has been terminated; start a new session with `initialize`"
+            ),
+        )),
+    }
+}
+
+/// What a POST body holds.
+struct Posted {
+    requests: Vec<RequestId>,
+    cancels: Vec<RequestId>,
+    initialize: Option<RequestId>,
+    batch: bool,
+}
+
+fn classify(body: &[u8]) -> Result<Posted, Refusal> {
+    let messages = match decode(body) {
+        Decoded::Single(Ok(m)) => vec![m],
+        Decoded::Single(Err(e)) => {
+            let status = StatusCode::BAD_REQUEST;
+            return Err(refuse(
+                status,
+                e.code(),
+                e.id().cloned(),
+                e.to_error_object().message,
+            ));
+        }
+        Decoded::Batch(items) => {
+            let mut messages = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Ok(m) => messages.push(m),
+                    Err(e) => {
+                        let (code, id) = (e.code(), e.id().cloned());
+                        return Err(refuse(
+                            StatusCode::BAD_REQUEST,
+                            code,
+                            id,
+                            e.to_error_object().message,
+                        ));
+                    }
+                }
+            }
+            messages
+        }
+    };
+    let mut posted = Posted {
+        requests: Vec::new(),
+        cancels: Vec::new(),
+        initialize: None,
+        batch: messages.len() > 1 || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'['),
+    };
+    for message in messages {
+        match message {
+            Message::Request(r) => {
+                if r.method == "initialize" {
+                    posted.initialize = Some(r.id.clone());
+                }
+                posted.requests.push(r.id);
+            }
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                #[derive(serde::Deserialize)]
+                struct Cancelled {
+                    #[serde(rename = "requestId")]
+                    request_id: RequestId,
+                }
+                if let Some(c) = n
+                    .params
+                    .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+                {
+                    posted.cancels.push(c.request_id);
+                }
+            }
+            _ => {}
+        }
+    }
+    if posted.initialize.is_some() && posted.batch {
+        return Err(bad_request(
+            "`initialize` must not be part of a JSON-RPC batch",
+        ));
+    }
+    Ok(posted)
+}
+
+fn sse_response(
+    events: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
+    state: &AppState,
+    session: Option<&str>,
+) -> Response {
+    let mut response = Response::new(sse_body(events, state.config.keep_alive));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    with_session(response, session)
+}
+
+fn with_session(mut response: Response, session: Option<&str>) -> Response {
+    if let Some(id) = session
+        && let Ok(value) = HeaderValue::from_str(id)
+    {
+        response.headers_mut().insert(SESSION_ID_HEADER, value);
+    }
+    response
+}
+
+fn stream_error(e: StreamError) -> Refusal {
+    match e {
+        StreamError::Gone => refuse(
+            StatusCode::NOT_FOUND,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            "the session has been terminated; start a new one with `initialize`".into(),
+        ),
+        StreamError::DuplicateId(id) => refuse(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            Some(id.clone()),
+            format!("request id {id} is already in flight in this session"),
+        ),
+        StreamError::Conflict => refuse(
+            StatusCode::CONFLICT,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            "a standalone event stream is already open for this session".into(),
+        ),
+        StreamError::UnknownEvent => bad_request("Last-Event-ID names no event of this session"),
+        StreamError::Expired => refuse(
+            StatusCode::GONE,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            "the events after Last-Event-ID are no longer held; the stream cannot be resumed"
+                .into(),
+        ),
+        StreamError::NotResumable => {
+            bad_request("this server keeps no events, so streams cannot be resumed")
+        }
+    }
+}
+
+/// `POST /mcp`: one JSON-RPC message or batch.
+pub(crate) async fn post(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Refusal> {
+    precheck(&state, &headers)?;
+    let content_type = header(&headers, CONTENT_TYPE.as_str()).unwrap_or("");
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("application/json")
+    {
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            format!("Content-Type must be application/json, not `{content_type}`"),
+        ));
+    }
+    let (json_ok, sse_ok) = accepts(&headers);
+    if !json_ok && !sse_ok {
+        return Err(refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            "Accept must include application/json and text/event-stream".into(),
+        ));
+    }
+    let limit = state.config.max_body_bytes;
+    let body = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            format!("the request body could not be read within the limit of {limit} bytes: {e}"),
+        )
+    })?;
+    let posted = classify(&body)?;
+
+    let stateless = state.config.stateless;
+    let (session, created) = if stateless {
+        let (session, transport) = HttpSession::new(String::new(), None, None);
+        tokio::spawn(state.server.serve(transport).wait());
+        (session, true)
+    } else if header(&headers, SESSION_ID_HEADER).is_some() {
+        if posted.initialize.is_some() {
+            return Err(bad_request(
+                "this session is already initialized; send `initialize` without Mcp-Session-Id to start a new one",
+            ));
+        }
+        (find_session(&state, &headers)?, false)
+    } else if posted.initialize.is_some() {
+        let id = new_session_id().map_err(|e| {
+            tracing::error!(error = %e, "no session id: the OS random number generator failed");
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::INTERNAL_ERROR,
+                None,
+                "the server could not generate a session id".into(),
+            )
+        })?;
+        (state.create_session(id)?, true)
+    } else {
+        return Err(bad_request(
+            "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned",
+        ));
+    };
+    if posted.batch && !stateless && !session.version().is_some_and(|v| v.supports_batches()) {
+        return Err(bad_request(
+            "JSON-RPC batches are only accepted under protocol version 2025-03-26",
+        ));
+    }
+    let sender = session
+        .sender()
+        .ok_or(StreamError::Gone)
+        .map_err(stream_error)?;
+    for id in &posted.cancels {
+        session.cancelled(id);
+    }
+    let new_id = (created && !stateless).then_some(session.id.as_str());
+
+    if posted.requests.is_empty() {
+        sender
+            .send(InboundFrame::Message(body.to_vec()))
+            .await
+            .map_err(|_| stream_error(StreamError::Gone))?;
+        return Ok(with_session(StatusCode::ACCEPTED.into_response(), new_id));
+    }
+    let sse = sse_ok && !(state.config.json_response && json_ok);
+    let keep = stateless.then(|| sender.clone());
+    let reply = session
+        .open(&posted.requests, sse, posted.initialize.as_ref(), keep)
+        .map_err(stream_error)?;
+    sender
+        .send(InboundFrame::Message(body.to_vec()))
+        .await
+        .map_err(|_| stream_error(StreamError::Gone))?;
+    drop(sender);
+    match reply {
+        Reply::Sse(events) => Ok(sse_response(events, &state, new_id)),
+        Reply::Json(done) => {
+            let bodies = done.await.map_err(|_| {
+                refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::INTERNAL_ERROR,
+                    None,
+                    "the session ended before the request was answered".into(),
+                )
+            })?;
+            let body = if posted.batch {
+                let mut out = b"[".to_vec();
+                for (i, b) in bodies.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b);
+                }
+                out.push(b']');
+                Bytes::from(out)
+            } else {
+                bodies.into_iter().next().unwrap_or_default()
+            };
+            let response =
+                (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response();
+            Ok(with_session(response, new_id))
+        }
+    }
+}
+
+/// `GET /mcp`: the standalone event stream, or a resumed one (`Last-Event-ID`).
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Response, Refusal> {
+    precheck(&state, &headers)?;
+    if state.config.stateless {
+        return Err(method_not_allowed(
+            "a stateless server has no standalone event stream",
+        ));
+    }
+    if !accepts(&headers).1 {
+        return Err(refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            "Accept must include text/event-stream".into(),
+        ));
+    }
+    let session = find_session(&state, &headers)?;
+    let events = session
+        .get_stream(header(&headers, LAST_EVENT_ID_HEADER))
+        .map_err(stream_error)?;
+    Ok(sse_response(events, &state, None))
+}
+
+/// `DELETE /mcp`: end the session.
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Response, Refusal> {
+    precheck(&state, &headers)?;
+    if state.config.stateless {
+        return Err(method_not_allowed(
+            "a stateless server has no sessions to end",
+        ));
+    }
+    let session = find_session(&state, &headers)?;
+    state.remove_session(&session.id);
+    Ok(StatusCode::OK.into_response())
+}
+
+fn method_not_allowed(why: &str) -> Refusal {
+    refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::INVALID_REQUEST,
+        None,
+        why.to_owned(),
+    )
+}
