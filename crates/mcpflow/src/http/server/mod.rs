@@ -228,6 +228,10 @@ impl HttpServer {
 
     /// The endpoint as an axum router, to serve or to nest in an application.
     pub fn router(self) -> Router {
+        self.into_parts().0
+    }
+
+    fn into_parts(self) -> (Router, Arc<AppState>) {
         let endpoint = self.config.endpoint.clone();
         let state = Arc::new(AppState {
             server: self.server,
@@ -235,14 +239,15 @@ impl HttpServer {
             sessions: Mutex::new(HashMap::new()),
             reaper: Mutex::new(None),
         });
-        Router::new()
+        let router = Router::new()
             .route(
                 &endpoint,
                 post(handlers::post)
                     .get(handlers::get)
                     .delete(handlers::delete),
             )
-            .with_state(state)
+            .with_state(state.clone());
+        (router, state)
     }
 
     /// Listen on `addr` and serve until [`RunningHttpServer::shutdown`]. On a
@@ -261,7 +266,7 @@ impl HttpServer {
             self.config.guard = HostGuard::off();
         }
         let endpoint = self.config.endpoint.clone();
-        let router = self.router();
+        let (router, state) = self.into_parts();
         let stop = CancellationToken::new();
         let shutdown = stop.clone();
         let task = tokio::spawn(async move {
@@ -277,17 +282,27 @@ impl HttpServer {
             endpoint,
             stop,
             task,
+            state,
         })
     }
 }
 
 /// A server listening on a socket, from [`HttpServer::bind`].
-#[derive(Debug)]
 pub struct RunningHttpServer {
     local_addr: SocketAddr,
     endpoint: String,
     stop: CancellationToken,
     task: JoinHandle<()>,
+    state: Arc<AppState>,
+}
+
+impl fmt::Debug for RunningHttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunningHttpServer")
+            .field("local_addr", &self.local_addr)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunningHttpServer {
@@ -306,9 +321,16 @@ impl RunningHttpServer {
         let _ = self.task.await;
     }
 
-    /// Stop accepting connections and end open ones: finished exchanges close at once,
-    /// and anything still open is cut after 5 seconds.
+    /// The number of live sessions.
+    pub fn session_count(&self) -> usize {
+        lock(&self.state.sessions).len()
+    }
+
+    /// Stop accepting connections and end every session (open event streams end, and
+    /// in-flight handlers get the close grace); connections still open after 5 seconds
+    /// are cut.
     pub async fn shutdown(self) {
+        self.state.end_all_sessions();
         self.stop.cancel();
         let mut task = self.task;
         if tokio::time::timeout(Duration::from_secs(5), &mut task)
@@ -330,12 +352,7 @@ pub(crate) struct AppState {
 
 impl Drop for AppState {
     fn drop(&mut self) {
-        if let Some(reaper) = lock(&self.reaper).take() {
-            reaper.abort();
-        }
-        for session in lock(&self.sessions).values() {
-            session.terminate();
-        }
+        self.end_all_sessions();
     }
 }
 
@@ -344,6 +361,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl AppState {
+    fn end_all_sessions(&self) {
+        if let Some(reaper) = lock(&self.reaper).take() {
+            reaper.abort();
+        }
+        let sessions: Vec<_> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.terminate();
+        }
+    }
+
     fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
         lock(&self.sessions).get(id).cloned()
     }
