@@ -1,12 +1,14 @@
 //! The requirement manifest: every engine guarantee of the architecture notes and every
 //! MUST of the legacy-era specification (2024-11-05 … 2025-11-25) that applies to the
-//! transports built so far (stdio, memory), each cited by the tests that prove it.
+//! transports built so far (stdio, memory, streamable HTTP), each cited by the tests
+//! that prove it.
 //!
 //! `every_requirement_is_cited_by_a_test_that_exists` fails when a requirement has no
 //! test or cites one that does not exist. Engine scenarios run over memory capacity 0,
 //! 1 and large and over newline framing on a socket pair (as stdio); the seed and
 //! re-entrancy scenarios also run under randomized schedules (`chaos.rs`).
-//! HTTP, authorization and tasks requirements join when those features land.
+//! Streamable HTTP requirements (S-http-*) are proven at the wire with a raw HTTP peer
+//! (`http_server.rs`). Authorization and tasks requirements join when those land.
 
 /// One requirement and the tests (`file::test_fn`) that prove it.
 struct Requirement {
@@ -286,6 +288,50 @@ const REQUIREMENTS: &[Requirement] = &[
             "transport::close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm",
         ],
     },
+    // Streamable HTTP (2025-03-26 and later; SEP-1699 resumability of 2025-11-25).
+    Requirement {
+        id: "S-http-session",
+        text: "a session id from a CSPRNG at initialize; 400 for other requests without one; 404 for an unknown or terminated one; DELETE ends it",
+        tests: &["http_server::sessions_start_at_initialize_and_end_with_delete"],
+    },
+    Requirement {
+        id: "S-http-origin",
+        text: "the server validates Origin (and Host on loopback) against DNS rebinding, refusing with 403",
+        tests: &["http_server::dns_rebinding_is_refused_unless_allow_listed"],
+    },
+    Requirement {
+        id: "S-http-post",
+        text: "notifications and responses alone get 202; requests get an event stream or one JSON body carrying every response",
+        tests: &[
+            "http_server::sessions_start_at_initialize_and_end_with_delete",
+            "http_server::json_responses_and_stateless_mode",
+            "http_server::a_server_request_rides_the_stream_of_the_call_that_made_it",
+        ],
+    },
+    Requirement {
+        id: "S-http-stream",
+        text: "a request's stream carries its related messages before its response, then ends; a server request is sent on the stream of the request it relates to",
+        tests: &[
+            "http_server::progress_precedes_the_result_on_a_primed_stream_that_then_ends",
+            "http_server::a_server_request_rides_the_stream_of_the_call_that_made_it",
+            "http_server::cancelling_a_call_ends_its_stream",
+        ],
+    },
+    Requirement {
+        id: "S-http-resume",
+        text: "events carry ids unique in the session; a priming event and retry open a stream; GET with Last-Event-ID replays that stream only, after that id",
+        tests: &["http_server::a_stream_ended_mid_call_resumes_with_last_event_id"],
+    },
+    Requirement {
+        id: "S-http-get",
+        text: "GET opens one standalone stream for messages unrelated to a request",
+        tests: &["http_server::the_standalone_stream_carries_list_changed_and_is_unique"],
+    },
+    Requirement {
+        id: "S-http-headers",
+        text: "an unsupported MCP-Protocol-Version gets 400; wrong Content-Type, Accept and oversized bodies get 415, 406 and 413",
+        tests: &["http_server::malformed_requests_get_clear_http_errors_and_the_session_survives"],
+    },
 ];
 
 /// The test files a citation may name, read at compile time.
@@ -298,6 +344,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("bad_input", include_str!("bad_input.rs")),
     ("adversarial", include_str!("adversarial.rs")),
     ("chaos", include_str!("chaos.rs")),
+    ("http_server", include_str!("http_server.rs")),
     ("cli", include_str!("../../mcpflow-cli/tests/cli.rs")),
 ];
 
