@@ -4,7 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -166,16 +167,69 @@ pub(crate) fn encode_event(id: Option<&str>, retry: Option<Duration>, data: &[u8
 /// An SSE comment that keeps idle proxies and clients from dropping the stream.
 const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
+/// Bytes of events a client may fall behind before its connection is dropped (it can
+/// resume the stream from the event store).
+const MAX_BACKLOG: usize = 64 * 1024 * 1024;
+
+/// The sending end of one event-stream response. Sending never waits, so one slow
+/// client cannot hold up the session's writer; a client more than 64 MiB behind loses
+/// the connection instead.
+#[derive(Debug)]
+pub(crate) struct EventSender {
+    tx: mpsc::UnboundedSender<Bytes>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// The receiving end, turned into a response body by [`sse_body`].
+#[derive(Debug)]
+pub(crate) struct EventReceiver {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    queued: Arc<AtomicUsize>,
+}
+
+pub(crate) fn event_channel() -> (EventSender, EventReceiver) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    (
+        EventSender {
+            tx,
+            queued: queued.clone(),
+        },
+        EventReceiver { rx, queued },
+    )
+}
+
+impl EventSender {
+    /// Queue an encoded event; false when the client is gone or too far behind.
+    pub(crate) fn send(&self, event: Bytes) -> bool {
+        let len = event.len();
+        if self.queued.fetch_add(len, Ordering::Relaxed) + len > MAX_BACKLOG {
+            tracing::warn!(
+                backlog = MAX_BACKLOG,
+                "a client fell too far behind on an event stream; dropping its connection"
+            );
+            return false;
+        }
+        self.tx.send(event).is_ok()
+    }
+
+    /// Whether the response was dropped (the client disconnected).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
 /// A response body streaming what arrives on `events` (already encoded), with a
 /// keep-alive comment after every `keep_alive` of silence. Ends when the sender is
 /// dropped. Each event is its own body frame, so hyper writes it as it is produced.
-pub(crate) fn sse_body(
-    events: mpsc::UnboundedReceiver<Bytes>,
-    keep_alive: Duration,
-) -> axum::body::Body {
+pub(crate) fn sse_body(events: EventReceiver, keep_alive: Duration) -> axum::body::Body {
     let stream = futures_util::stream::unfold(events, move |mut events| async move {
         let next = tokio::select! {
-            event = events.recv() => event?,
+            event = events.rx.recv() => {
+                let event = event?;
+                events.queued.fetch_sub(event.len(), Ordering::Relaxed);
+                event
+            }
             () = tokio::time::sleep(keep_alive) => Bytes::from_static(KEEP_ALIVE),
         };
         Some((Ok::<_, Infallible>(next), events))

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use mcpflow_protocol::jsonrpc::{Decoded, decode};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, ProtocolVersion, RequestId};
 
-use super::events::sse_body;
+use super::events::{EventReceiver, sse_body};
 use super::session::{HttpSession, Reply, StreamError};
 use super::{AppState, new_session_id};
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
@@ -212,11 +212,7 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
     Ok(posted)
 }
 
-fn sse_response(
-    events: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
-    state: &AppState,
-    session: Option<&str>,
-) -> Response {
+fn sse_response(events: EventReceiver, state: &AppState, session: Option<&str>) -> Response {
     let mut response = Response::new(sse_body(events, state.config.keep_alive));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

@@ -16,7 +16,10 @@ use mcpflow_protocol::{ProtocolVersion, RequestId};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::events::{EventStore, StreamKey, encode_event, event_id, parse_event_id};
+use super::events::{
+    EventReceiver, EventSender, EventStore, StreamKey, encode_event, event_channel, event_id,
+    parse_event_id,
+};
 use crate::error::TransportError;
 use crate::transport::{FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
 
@@ -26,7 +29,7 @@ const INBOUND_QUEUE: usize = 64;
 /// How the answer to one POST travels.
 pub(crate) enum Reply {
     /// An event stream (already primed when resumable).
-    Sse(mpsc::UnboundedReceiver<Bytes>),
+    Sse(EventReceiver),
     /// One JSON body (or array) once every response arrived; an error when the
     /// session ended first.
     Json(oneshot::Receiver<Vec<Bytes>>),
@@ -53,7 +56,7 @@ struct StreamState {
     /// Responses this stream still owes (`usize::MAX` for the standalone stream).
     awaiting: usize,
     /// The HTTP response currently carrying the stream, if connected.
-    conn: Option<mpsc::UnboundedSender<Bytes>>,
+    conn: Option<EventSender>,
     /// JSON mode: the responses so far, and where to send them all.
     json: Option<(Vec<Bytes>, oneshot::Sender<Vec<Bytes>>)>,
     /// Events get ids and are stored, so the stream can be resumed.
@@ -95,10 +98,7 @@ impl Routes {
                 .is_some_and(|v| v.as_str() >= ProtocolVersion::V2025_11_25.as_str())
     }
 
-    fn new_stream(
-        &mut self,
-        conn: Option<mpsc::UnboundedSender<Bytes>>,
-    ) -> (u64, &mut StreamState) {
+    fn new_stream(&mut self, conn: Option<EventSender>) -> (u64, &mut StreamState) {
         let n = self.next_stream;
         self.next_stream += 1;
         let resumable = conn.is_some() && self.can_prime();
@@ -112,7 +112,7 @@ impl Routes {
         };
         if resumable {
             if let Some(conn) = &state.conn {
-                let _ = conn.send(encode_event(Some(&event_id(n, 0)), self.retry, b""));
+                conn.send(encode_event(Some(&event_id(n, 0)), self.retry, b""));
             }
             state.next_seq = 1;
         }
@@ -141,7 +141,7 @@ impl Routes {
                 store.append(&key, seq, Bytes::copy_from_slice(bytes));
             }
             if let Some(conn) = &state.conn
-                && conn.send(encode_event(id.as_deref(), None, bytes)).is_err()
+                && !conn.send(encode_event(id.as_deref(), None, bytes))
             {
                 tracing::debug!(stream, "the client disconnected from an event stream");
                 state.conn = None;
@@ -277,7 +277,7 @@ impl HttpSession {
             routes.init_id = Some(id.clone());
         }
         let (reply, conn, json) = if sse {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = event_channel();
             (Reply::Sse(rx), Some(tx), None)
         } else {
             let (tx, rx) = oneshot::channel();
@@ -306,12 +306,12 @@ impl HttpSession {
     pub(crate) fn get_stream(
         &self,
         last_event_id: Option<&str>,
-    ) -> Result<mpsc::UnboundedReceiver<Bytes>, StreamError> {
+    ) -> Result<EventReceiver, StreamError> {
         let mut routes = lock(&self.routes);
         if routes.closed {
             return Err(StreamError::Gone);
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = event_channel();
         if let Some(last) = last_event_id {
             let Some(store) = routes.store.clone() else {
                 return Err(StreamError::NotResumable);
@@ -324,7 +324,7 @@ impl HttpSession {
                 .after(&routes.key(stream), seq)
                 .ok_or(StreamError::Expired)?;
             for (seq, message) in events {
-                let _ = tx.send(encode_event(Some(&event_id(stream, seq)), None, &message));
+                tx.send(encode_event(Some(&event_id(stream, seq)), None, &message));
             }
             // Attach to the stream if it still owes something; otherwise the replay was
             // all of it and the response ends here.
