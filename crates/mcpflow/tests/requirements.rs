@@ -45,6 +45,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "seeds::seed_001_list_changed_reload_during_call_memory_capacity_1",
             "seeds::seed_001_list_changed_reload_during_call_over_stdio_framing",
             "seeds::notification_handler_awaits_tools_list_on_every_transport",
+            "seeds::list_changed_handler_sees_the_new_tool_list_on_every_transport",
             "chaos::seed_and_reentrancy_scenarios_pass_under_randomized_schedules",
         ],
     },

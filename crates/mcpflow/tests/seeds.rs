@@ -316,3 +316,65 @@ async fn client_log_handler_awaits_tools_list_before_initialize_result() {
         bounded("close", client.close()).await;
     }
 }
+
+/// A `list_changed` handler that reads the cached tool list must see the new list, not
+/// the one the notification made stale (the refresh it started is awaited). The call
+/// holds its result until the handler saw the added tool.
+async fn list_changed_handler_sees_the_new_tool_list(kind: Kind) {
+    let saw_new_list = Arc::new(tokio::sync::Notify::new());
+    let server = Server::builder("mutating", "1").build();
+    let gate = saw_new_list.clone();
+    server
+        .add_tool(tool("mutate"), move |_args, cx| {
+            let gate = gate.clone();
+            async move {
+                cx.server()
+                    .add_tool(tool("added"), |_a, _cx| async {
+                        Ok(CallToolResult::text("added"))
+                    })
+                    .await;
+                gate.notified().await;
+                Ok(CallToolResult::text("mutated+relisted"))
+            }
+        })
+        .await;
+    let (c, s) = pair(kind);
+    let _running = server.serve(s);
+    let gate = saw_new_list.clone();
+    let builder = Client::builder("agent", "1").on_notification(move |n, client| {
+        let gate = gate.clone();
+        async move {
+            if n.method == "notifications/tools/list_changed" {
+                let tools = client.tools().await.expect("tools during the call");
+                if tools.iter().any(|t| t.name == "added") {
+                    gate.notify_one();
+                }
+            }
+        }
+    });
+    let client = bounded("connect", builder.connect(c))
+        .await
+        .expect("connect");
+    assert_eq!(
+        bounded("initial load", client.tools())
+            .await
+            .expect("tools")
+            .len(),
+        1
+    );
+    let result = bounded(
+        "the handler sees the added tool, so the call returns",
+        client.call_tool("mutate", json!({})),
+    )
+    .await
+    .expect("call succeeds");
+    assert_eq!(result.content[0].as_text(), Some("mutated+relisted"));
+    bounded("close", client.close()).await;
+}
+
+#[tokio::test]
+async fn list_changed_handler_sees_the_new_tool_list_on_every_transport() {
+    for kind in ALL {
+        list_changed_handler_sees_the_new_tool_list(kind).await;
+    }
+}

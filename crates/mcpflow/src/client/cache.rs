@@ -64,7 +64,9 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
         let start = {
             let mut state = self.lock();
             state.wanted = true;
-            if let (Some(items), false) = (&state.items, state.dirty) {
+            // A refresh in flight means the list is known to be stale (a `list_changed`
+            // started it): wait for it rather than return the old list.
+            if let (Some(items), false, None) = (&state.items, state.dirty, &state.task) {
                 return Ok(items.clone());
             }
             let start = state.generation;
