@@ -1,0 +1,168 @@
+//! A client for the client scenarios of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`), over the streamable HTTP transport.
+//!
+//! The suite starts a scripted server, then runs this program with the server URL as
+//! the last argument and the scenario name in `MCP_CONFORMANCE_SCENARIO`:
+//!
+//! ```text
+//! cargo build --release -p mcpflow --example conformance_client
+//! npx @modelcontextprotocol/conformance client \
+//!     --command target/release/examples/conformance_client --scenario sse-retry
+//! ```
+//!
+//! Scenarios: `initialize` (handshake, list tools, close), `tools_call` (call
+//! `add_numbers`), `elicitation-sep1034-client-defaults` (answer elicitation with the
+//! schema's defaults), `sse-retry` (a tool whose result arrives after the stream is
+//! resumed). Any other scenario runs the handshake and lists tools. The exit status is
+//! non-zero on any error, which is printed. Logs go to stderr (`RUST_LOG`, default
+//! `warn`).
+
+#[cfg(feature = "http-client")]
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    conformance::main().await
+}
+
+#[cfg(not(feature = "http-client"))]
+fn main() {
+    eprintln!("conformance_client needs the `http-client` feature of mcpflow");
+    std::process::exit(2);
+}
+
+/// The scenarios, and the client each one runs.
+#[cfg(feature = "http-client")]
+pub mod conformance {
+    use std::process::ExitCode;
+
+    use mcpflow::client::{Client, ClientHandle};
+    use mcpflow::protocol::{ElicitRequestParams, ElicitResult, JsonObject, ProtocolVersion, Tool};
+    use serde_json::{Value, json};
+
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    /// Run the scenario named in `MCP_CONFORMANCE_SCENARIO` against the URL in the last
+    /// argument.
+    pub async fn main() -> ExitCode {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .init();
+        let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+        let Some(url) = std::env::args().skip(1).last() else {
+            eprintln!(
+                "usage: conformance_client <server-url> (scenario in MCP_CONFORMANCE_SCENARIO)"
+            );
+            return ExitCode::FAILURE;
+        };
+        match run(&url, &scenario).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("conformance client, scenario `{scenario}`: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// Run `scenario` against the server at `url`.
+    ///
+    /// # Errors
+    /// Whatever fails: the transport configuration, the handshake, a call, or a tool that
+    /// reports an error.
+    pub async fn run(url: &str, scenario: &str) -> Result<(), Error> {
+        let transport = mcpflow::http::client::HttpClientTransport::new(url)?;
+        let mut builder = Client::builder("mcpflow-conformance-client", env!("CARGO_PKG_VERSION"))
+            .protocol_version(ProtocolVersion::V2025_11_25);
+        if scenario.starts_with("elicitation") {
+            builder = builder.on_elicitation(false, |params, _client| async move {
+                Ok(accept_with_defaults(&params))
+            });
+        }
+        let client = builder.connect(transport).await?;
+        let outcome = exercise(&client, scenario).await;
+        client.close().await;
+        outcome
+    }
+
+    async fn exercise(client: &ClientHandle, scenario: &str) -> Result<(), Error> {
+        let tools = client.list_all_tools().await?;
+        let to_call: Vec<&Tool> = match scenario {
+            "tools_call" => tools.iter().filter(|t| t.name == "add_numbers").collect(),
+            "elicitation-sep1034-client-defaults" | "sse-retry" => tools.iter().collect(),
+            _ => Vec::new(),
+        };
+        if scenario == "tools_call" && to_call.is_empty() {
+            return Err("the server lists no `add_numbers` tool".into());
+        }
+        for tool in to_call {
+            let result = client.call_tool(&tool.name, arguments_for(tool)).await?;
+            if result.is_error() {
+                let text = result
+                    .content
+                    .iter()
+                    .find_map(|c| c.as_text())
+                    .unwrap_or_default();
+                return Err(format!("tool `{}` reported an error: {text}", tool.name).into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Arguments for `tool`: `{"a": 5, "b": 3}` for `add_numbers`, else a value of the
+    /// right type for each required property.
+    fn arguments_for(tool: &Tool) -> Value {
+        if tool.name == "add_numbers" {
+            return json!({"a": 5, "b": 3});
+        }
+        let properties = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        let required = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut arguments = JsonObject::new();
+        for name in required.iter().filter_map(Value::as_str) {
+            let kind = properties
+                .and_then(|p| p.get(name))
+                .and_then(|p| p.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or("string");
+            let value = match kind {
+                "number" | "integer" => json!(1),
+                "boolean" => json!(true),
+                "array" => json!([]),
+                "object" => json!({}),
+                _ => json!("test"),
+            };
+            arguments.insert(name.to_owned(), value);
+        }
+        Value::Object(arguments)
+    }
+
+    /// Accept a form elicitation, filling every property that has a `default` with it
+    /// (SEP-1034); decline URL elicitations.
+    fn accept_with_defaults(params: &ElicitRequestParams) -> ElicitResult {
+        let ElicitRequestParams::Form(form) = params else {
+            return ElicitResult::decline();
+        };
+        let mut content = JsonObject::new();
+        if let Some(properties) = form
+            .requested_schema
+            .get("properties")
+            .and_then(Value::as_object)
+        {
+            for (name, schema) in properties {
+                if let Some(default) = schema.get("default") {
+                    content.insert(name.clone(), default.clone());
+                }
+            }
+        }
+        ElicitResult::accept(content)
+    }
+}

@@ -1,0 +1,463 @@
+//! One POST per outbound frame: send it in order, read the answer (none, a JSON body
+//! or an event stream), and turn every failure into a failed request naming the cause.
+//! Also re-initializing when the session expired.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::CONTENT_TYPE;
+use reqwest::{Method, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use super::connection::{
+    ACCEPT_POST, Connection, Mode, Outgoing, Waiter, body_snippet, content_type, describe,
+    is_event_stream,
+};
+use super::legacy;
+use super::sse::Cursor;
+use super::stream::{EventReader, Next, drain, follow, idle_error, start_standalone};
+use crate::error::TransportError;
+
+/// Longest wait for a notification or response to be accepted before the next frame
+/// is sent anyway (order is kept while the server answers promptly).
+const ACK_WAIT: Duration = Duration::from_secs(5);
+
+/// Lets the next frame's POST go when dropped.
+type Gate = Option<oneshot::Sender<()>>;
+
+/// POST one frame after the previous one went out.
+///
+/// A request lets the next frame go as soon as its POST has started (its answer may
+/// take long); a notification or response once the server accepted it (at most
+/// [`ACK_WAIT`]); `notifications/initialized` once the standalone stream is answered too.
+pub(super) async fn send(
+    conn: Arc<Connection>,
+    outgoing: Outgoing,
+    previous: Option<oneshot::Receiver<()>>,
+    sent: oneshot::Sender<()>,
+) {
+    if let Some(previous) = previous {
+        let _ = previous.await;
+    }
+    let waiter = conn.register(&outgoing.ids);
+    let mut gate = Some(sent);
+    post(&conn, &outgoing, &waiter, &mut gate, true).await;
+}
+
+/// Send `future`, letting the next frame go once it has started (a request) or once it
+/// resolves, at most after [`ACK_WAIT`] (anything else).
+async fn acknowledged<F: Future>(future: F, gate: &mut Gate, request: bool) -> F::Output {
+    if gate.is_none() {
+        return future.await;
+    }
+    tokio::pin!(future);
+    if request {
+        let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
+        gate.take();
+        return match first {
+            Poll::Ready(output) => output,
+            Poll::Pending => future.await,
+        };
+    }
+    match tokio::time::timeout(ACK_WAIT, &mut future).await {
+        Ok(output) => output,
+        Err(_) => {
+            gate.take();
+            future.await
+        }
+    }
+}
+
+fn post<'a>(
+    conn: &'a Arc<Connection>,
+    outgoing: &'a Outgoing,
+    waiter: &'a Waiter,
+    gate: &'a mut Gate,
+    may_reinitialize: bool,
+) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    Box::pin(async move {
+        if let Mode::Legacy(endpoint) = conn.mode() {
+            legacy::post(conn, outgoing, waiter, endpoint, gate).await;
+            return;
+        }
+        // Never send with a session that is being replaced.
+        drop(conn.reinitializing.lock().await);
+        let url = conn.config.url.clone();
+        let sent_session = conn.session();
+        let request = conn
+            .prepare(Method::POST, url, ACCEPT_POST, !outgoing.is_initialize())
+            .await
+            .header(CONTENT_TYPE, "application/json")
+            .body(outgoing.bytes.clone());
+        // A request answered elsewhere or cancelled meanwhile needs no answer here.
+        let Some(response) = waiter
+            .unless_settled(acknowledged(request.send(), gate, outgoing.is_request()))
+            .await
+        else {
+            return;
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(e) => {
+                let detail = format!("could not send {}: {}", outgoing.describe(), describe(&e));
+                conn.fail_frame(outgoing, waiter, http("POST", None, detail))
+                    .await;
+                return;
+            }
+        };
+        let status = response.status();
+        if outgoing.is_initialize() {
+            conn.capture_session(&response);
+            if conn.mode() == Mode::Probing {
+                if conn.config.legacy_sse_fallback && matches!(status.as_u16(), 400 | 404 | 405) {
+                    let body = body_snippet(response).await;
+                    legacy::fall_back(conn, outgoing, waiter, status, body, gate).await;
+                    return;
+                }
+                if status.is_success() {
+                    conn.set_mode(Mode::Streamable);
+                }
+            }
+        }
+        if status == StatusCode::NOT_FOUND
+            && let Some(session) = sent_session
+        {
+            expired(
+                conn,
+                outgoing,
+                waiter,
+                gate,
+                &session.text,
+                may_reinitialize,
+            )
+            .await;
+            return;
+        }
+        if !status.is_success() {
+            let detail = format!(
+                "the server rejected {}: {}",
+                outgoing.describe(),
+                body_snippet(response).await
+            );
+            conn.fail_frame(
+                outgoing,
+                waiter,
+                http("POST", Some(status.as_u16()), detail),
+            )
+            .await;
+            return;
+        }
+        if outgoing.is_initialized_notification() {
+            start_standalone(conn, gate.take());
+        }
+        gate.take();
+        read_answer(conn, outgoing, waiter, response).await;
+    })
+}
+
+fn http(context: &'static str, status: Option<u16>, detail: String) -> TransportError {
+    TransportError::Http {
+        context,
+        status,
+        detail,
+    }
+}
+
+/// Read a successful POST's answer: nothing (202), a JSON body or an event stream.
+async fn read_answer(
+    conn: &Arc<Connection>,
+    outgoing: &Outgoing,
+    waiter: &Waiter,
+    response: Response,
+) {
+    let status = response.status();
+    if is_event_stream(&response) {
+        let reader = EventReader::new(response, Cursor::default(), conn);
+        if outgoing.is_request() {
+            follow(conn, waiter, reader).await;
+        } else {
+            drain(conn, reader).await;
+        }
+        return;
+    }
+    if status == StatusCode::ACCEPTED {
+        if outgoing.is_request() {
+            let detail = format!(
+                "the server accepted {} with 202 Accepted, which carries no answer",
+                outgoing.describe()
+            );
+            conn.fail(waiter, http("POST", Some(202), detail)).await;
+        }
+        return;
+    }
+    let content = content_type(&response);
+    let json = content.starts_with("application/json");
+    let body = match read_body(conn, response).await {
+        Ok(body) => body,
+        Err(error) => {
+            conn.fail_frame(outgoing, waiter, error).await;
+            return;
+        }
+    };
+    if body.trim_ascii().is_empty() {
+        if outgoing.is_request() {
+            let detail = format!(
+                "the server answered {} with an empty body",
+                outgoing.describe()
+            );
+            conn.fail(waiter, http("POST", Some(status.as_u16()), detail))
+                .await;
+        }
+        return;
+    }
+    if !json && serde_json::from_slice::<&RawValue>(&body).is_err() {
+        let text = String::from_utf8_lossy(&body);
+        let detail = format!(
+            "the server answered {} with `{}`, neither JSON nor an event stream: {}",
+            outgoing.describe(),
+            content_type_of(&content),
+            text.chars().take(300).collect::<String>().trim()
+        );
+        conn.fail_frame(
+            outgoing,
+            waiter,
+            http("POST", Some(status.as_u16()), detail),
+        )
+        .await;
+        return;
+    }
+    conn.deliver(body).await;
+    if outgoing.is_request() && !waiter.is_settled() {
+        let detail = format!(
+            "the JSON answer to {} did not contain its response",
+            outgoing.describe()
+        );
+        conn.fail(waiter, http("POST", Some(status.as_u16()), detail))
+            .await;
+    }
+}
+
+fn content_type_of(content: &str) -> &str {
+    if content.is_empty() {
+        "no content type"
+    } else {
+        content
+    }
+}
+
+/// A whole response body, bounded in size and by the idle limit between chunks.
+async fn read_body(conn: &Connection, response: Response) -> Result<Vec<u8>, TransportError> {
+    let limit = conn.config.max_frame_bytes;
+    let idle = conn.config.sse_idle_timeout;
+    let mut stream = response.bytes_stream();
+    let mut body = Vec::new();
+    loop {
+        match tokio::time::timeout(idle, stream.next()).await {
+            Err(_) => {
+                let detail = format!(
+                    "no bytes of the response body for {idle:?} (sse_idle_timeout); the server or the network stalled"
+                );
+                return Err(http("POST", None, detail));
+            }
+            Ok(None) => return Ok(body),
+            Ok(Some(Err(e))) => {
+                return Err(http(
+                    "POST",
+                    None,
+                    format!("the response body failed: {}", describe(&e)),
+                ));
+            }
+            Ok(Some(Ok(chunk))) => {
+                if body.len() + chunk.len() > limit {
+                    let detail =
+                        format!("the response body exceeds {limit} bytes (max_frame_bytes)");
+                    return Err(http("POST", None, detail));
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
+}
+
+/// A 404 on a frame that carried session `session`: the session expired.
+async fn expired(
+    conn: &Arc<Connection>,
+    outgoing: &Outgoing,
+    waiter: &Waiter,
+    gate: &mut Gate,
+    session: &str,
+    may_reinitialize: bool,
+) {
+    let hint = if !conn.config.reinitialize_on_404 {
+        "; reinitialize_on_404 is off, so connect again to start a new session"
+    } else if !may_reinitialize {
+        "; it expired again right after re-initializing"
+    } else if conn.handshake().is_none() {
+        "; no initialize was sent on this connection to repeat"
+    } else {
+        ""
+    };
+    let error = |detail: String| http("POST", Some(404), detail);
+    if !hint.is_empty() {
+        let detail =
+            format!("session `{session}` expired: the server answered 404 Not Found{hint}");
+        conn.fail_frame(outgoing, waiter, error(detail)).await;
+        return;
+    }
+    // Later frames wait for the new session in `post`, not behind this frame.
+    gate.take();
+    if let Err(e) = reinitialize(conn, session).await {
+        conn.fail_frame(outgoing, waiter, e).await;
+        return;
+    }
+    if matches!(outgoing.kind, crate::transport::FrameKind::Response(_)) {
+        tracing::warn!(
+            "dropped {} after session `{session}` expired: it answered a request of the old session",
+            outgoing.describe()
+        );
+        return;
+    }
+    post(conn, outgoing, waiter, gate, false).await;
+}
+
+/// Replace the expired session `expired`: send the original `initialize` again (its
+/// answer is not passed on), adopt the new session id and version, then send
+/// `notifications/initialized` and reopen the standalone stream. When another task
+/// already replaced that session, nothing is done.
+async fn reinitialize(conn: &Arc<Connection>, expired: &str) -> Result<(), TransportError> {
+    let _one_at_a_time = conn.reinitializing.lock().await;
+    if conn.session().is_none_or(|s| s.text != expired) {
+        return Ok(());
+    }
+    let Some(handshake) = conn.handshake() else {
+        return Err(http(
+            "re-initialize",
+            Some(404),
+            format!("session `{expired}` expired and there is no initialize to repeat"),
+        ));
+    };
+    tracing::info!(
+        session = expired,
+        "the session expired; initializing a new one"
+    );
+    let failed = |status: Option<u16>, what: String| {
+        http(
+            "re-initialize",
+            status,
+            format!(
+                "session `{expired}` expired (404 Not Found) and starting a new one failed: {what}"
+            ),
+        )
+    };
+    conn.clear_session();
+    let url = conn.config.url.clone();
+    let response = conn
+        .prepare(Method::POST, url.clone(), ACCEPT_POST, false)
+        .await
+        .header(CONTENT_TYPE, "application/json")
+        .body(handshake.initialize.clone())
+        .send()
+        .await
+        .map_err(|e| failed(None, describe(&e)))?;
+    let status = response.status();
+    if !status.is_success() {
+        let body = body_snippet(response).await;
+        return Err(failed(
+            Some(status.as_u16()),
+            format!("initialize answered {status}: {body}"),
+        ));
+    }
+    conn.capture_session(&response);
+    let answer = initialize_answer(conn, response, &handshake.initialize_id)
+        .await
+        .map_err(|what| failed(Some(status.as_u16()), what))?;
+    #[derive(Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a RawValue>,
+    }
+    let parsed: Answer<'_> = serde_json::from_slice(&answer)
+        .map_err(|e| failed(None, format!("unreadable initialize answer: {e}")))?;
+    match (parsed.result, parsed.error) {
+        (Some(result), _) => conn.capture_version(result),
+        (None, Some(error)) => {
+            return Err(failed(
+                None,
+                format!("initialize was rejected: {}", error.get()),
+            ));
+        }
+        (None, None) => return Err(failed(None, "initialize answer has no result".to_owned())),
+    }
+    if let Some(initialized) = handshake.initialized {
+        let response = conn
+            .prepare(Method::POST, url, ACCEPT_POST, true)
+            .await
+            .header(CONTENT_TYPE, "application/json")
+            .body(initialized)
+            .send()
+            .await
+            .map_err(|e| failed(None, describe(&e)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = body_snippet(response).await;
+            return Err(failed(
+                Some(status.as_u16()),
+                format!("notifications/initialized answered {status}: {body}"),
+            ));
+        }
+        start_standalone(conn, None);
+    }
+    tracing::info!(
+        session = conn.session().map(|s| s.text).unwrap_or_default(),
+        "initialized a new session"
+    );
+    Ok(())
+}
+
+/// The answer to the repeated `initialize`, from a JSON body or an event stream; other
+/// messages on that stream go to the reader.
+async fn initialize_answer(
+    conn: &Arc<Connection>,
+    response: Response,
+    id: &mcpflow_protocol::RequestId,
+) -> Result<Vec<u8>, String> {
+    let is_answer = |bytes: &[u8]| {
+        #[derive(Deserialize)]
+        struct Id {
+            id: Option<mcpflow_protocol::RequestId>,
+        }
+        serde_json::from_slice::<Id>(bytes)
+            .ok()
+            .and_then(|m| m.id)
+            .is_some_and(|i| i.correlates_with(id))
+    };
+    if !is_event_stream(&response) {
+        let body = read_body(conn, response).await.map_err(|e| e.to_string())?;
+        return if is_answer(&body) {
+            Ok(body)
+        } else {
+            Err("the body does not answer initialize".to_owned())
+        };
+    }
+    let mut reader = EventReader::new(response, Cursor::default(), conn);
+    loop {
+        match reader.next().await {
+            Next::Event(event) if event.is_message() && is_answer(&event.data) => {
+                return Ok(event.data);
+            }
+            Next::Event(event) => conn.deliver_event(event).await,
+            Next::Ended => return Err("the event stream ended before the answer".to_owned()),
+            Next::Failed(e) => return Err(format!("the event stream failed: {e}")),
+            Next::Idle => {
+                return Err(idle_error("re-initialize", conn.config.sse_idle_timeout).to_string());
+            }
+        }
+    }
+}
