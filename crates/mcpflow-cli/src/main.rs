@@ -45,7 +45,7 @@ enum Command {
         #[arg(long, global = true, value_name = "ADDR")]
         http: Option<String>,
     },
-    /// Start a server as a child process and describe it.
+    /// Start a server as a child process (or reach one with `--url`) and describe it.
     Inspect {
         /// Print one JSON object instead of text.
         #[arg(long)]
@@ -53,11 +53,15 @@ enum Command {
         /// Seconds to wait for each request.
         #[arg(long, default_value_t = 60.0, value_parser = parse_secs)]
         timeout: f64,
+        /// The URL of a streamable HTTP server (e.g. `http://127.0.0.1:3000/mcp`), in
+        /// place of a command.
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
         /// The server command and its arguments (after `--`).
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
     },
-    /// Start a server as a child process and call one tool.
+    /// Start a server as a child process (or reach one with `--url`) and call one tool.
     Call {
         /// Print `{"result": ..., "notifications": {...}}` instead of text.
         #[arg(long)]
@@ -72,8 +76,12 @@ enum Command {
         tool: String,
         /// The tool's arguments as a JSON object (default `{}`).
         args_json: Option<String>,
+        /// The URL of a streamable HTTP server (e.g. `http://127.0.0.1:3000/mcp`), in
+        /// place of a command.
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
         /// The server command and its arguments (after `--`).
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
     },
 }
@@ -85,6 +93,13 @@ enum ServeWhat {
     /// The demo's server: progress with logs, a tool that adds a tool mid-call
     /// (`tools/list_changed`), sampling during a call, a slow tool to cancel.
     Demo,
+}
+
+fn target(url: Option<String>, command: Vec<String>) -> remote::Target {
+    match url {
+        Some(url) => remote::Target::Url(url),
+        None => remote::Target::Command(command),
+    }
 }
 
 /// Serve over streamable HTTP until the process is stopped.
@@ -164,14 +179,16 @@ fn main() -> ExitCode {
             Command::Inspect {
                 json,
                 timeout,
+                url,
                 command,
-            } => remote::inspect(&command, json, timeout).await,
+            } => remote::inspect(&target(url, command), json, timeout).await,
             Command::Call {
                 json,
                 timeout,
                 sampling_response,
                 tool,
                 args_json,
+                url,
                 command,
             } => {
                 let options = remote::CallOptions {
@@ -179,7 +196,7 @@ fn main() -> ExitCode {
                     timeout,
                     sampling_response,
                 };
-                remote::call(&tool, args_json.as_deref(), &command, options).await
+                remote::call(&tool, args_json.as_deref(), &target(url, command), options).await
             }
         }
     });

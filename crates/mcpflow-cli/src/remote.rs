@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpflow::client::{Client, ClientBuilder};
+use mcpflow::http::client::HttpClientTransport;
 use mcpflow::protocol::content::ContentBlock;
 use mcpflow::protocol::{
     CallToolRequestParams, CallToolResult, CreateMessageResult, ResourceContents,
@@ -53,31 +54,55 @@ fn config(timeout: Duration) -> SessionConfig {
     SessionConfig::builder().request_timeout(timeout).build()
 }
 
-/// Spawn the child and run the handshake.
+/// The server to talk to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A command to start as a child process (stdio).
+    Command(Vec<String>),
+    /// The URL of a streamable HTTP endpoint (legacy HTTP+SSE servers are detected).
+    Url(String),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Command(command) => write!(f, "`{}`", command.join(" ")),
+            Target::Url(url) => write!(f, "{url}"),
+        }
+    }
+}
+
+/// Start or reach the server and run the handshake.
 async fn connect(
     builder: ClientBuilder,
-    command: &[String],
+    target: &Target,
     timeout: Duration,
 ) -> Result<Client, String> {
-    let (program, args) = command
-        .split_first()
-        .ok_or("no server command given after `--`")?;
-    let child = ChildProcess::builder(program)
-        .args(args)
-        .spawn()
-        .map_err(|e| e.to_string())?;
+    let builder = builder.session_config(config(timeout));
     // `initialize` is bounded by the request timeout; this is a second, outer bound.
-    match tokio::time::timeout(
-        timeout + Duration::from_secs(5),
-        builder.session_config(config(timeout)).connect(child),
-    )
-    .await
-    {
+    let outer = timeout + Duration::from_secs(5);
+    let connected = match target {
+        Target::Command(command) => {
+            let (program, args) = command
+                .split_first()
+                .ok_or("no server command given after `--`")?;
+            let child = ChildProcess::builder(program)
+                .args(args)
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            tokio::time::timeout(outer, builder.connect(child)).await
+        }
+        Target::Url(url) => {
+            let transport = HttpClientTransport::new(url.clone())
+                .map_err(|e| format!("invalid server URL `{url}`: {e}"))?;
+            tokio::time::timeout(outer, builder.connect(transport)).await
+        }
+    };
+    match connected {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(format!("could not connect to `{}`: {e}", command.join(" "))),
+        Ok(Err(e)) => Err(format!("could not connect to {target}: {e}")),
         Err(_) => Err(format!(
-            "`{}` did not finish the handshake in {timeout:?}",
-            command.join(" ")
+            "{target} did not finish the handshake in {timeout:?}"
         )),
     }
 }
@@ -87,11 +112,11 @@ fn to_json<T: serde::Serialize>(value: &T) -> Value {
 }
 
 /// `mcpflow inspect`: print what the server offers. Returns the exit code.
-pub async fn inspect(command: &[String], json_out: bool, timeout_secs: f64) -> u8 {
+pub async fn inspect(target: &Target, json_out: bool, timeout_secs: f64) -> u8 {
     let timeout = Duration::from_secs_f64(timeout_secs);
     let client = match connect(
         Client::builder("mcpflow-inspect", env!("CARGO_PKG_VERSION")),
-        command,
+        target,
         timeout,
     )
     .await
@@ -237,7 +262,7 @@ fn print_report(report: &Value) {
 pub async fn call(
     tool: &str,
     args_json: Option<&str>,
-    command: &[String],
+    target: &Target,
     options: CallOptions,
 ) -> u8 {
     let arguments = match args_json.map(serde_json::from_str::<Value>) {
@@ -266,7 +291,7 @@ pub async fn call(
             async move { Ok(CreateMessageResult::assistant_text("mcpflow-cli", answer)) }
         });
     }
-    let client = match connect(builder, command, timeout).await {
+    let client = match connect(builder, target, timeout).await {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONNECTION, e),
     };

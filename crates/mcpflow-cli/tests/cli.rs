@@ -333,3 +333,124 @@ fn json_schema_2020_12_tool_keeps_its_schema_verbatim() {
     });
     assert_eq!(tool["inputSchema"], expected);
 }
+
+/// `mcpflow serve everything --http 127.0.0.1:0`, killed when dropped.
+struct HttpServe {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServe {
+    fn start() -> HttpServe {
+        let mut child = Command::new(BIN)
+            .args(["serve", "everything", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut byte = [0u8; 1];
+            while err.read(&mut byte).unwrap_or(0) == 1 {
+                seen.push(byte[0]);
+                if byte[0] == b'\n' {
+                    let line = String::from_utf8_lossy(&seen).into_owned();
+                    seen.clear();
+                    if let Some(url) = line.trim().strip_prefix("mcpflow: serving MCP at ") {
+                        let _ = tx.send(url.to_owned());
+                    }
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(LIMIT)
+            .expect("`serve --http` prints the URL it serves");
+        HttpServe { child, url }
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn inspect_and_call_reach_an_http_server_by_url() {
+    let server = HttpServe::start();
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    assert!(server.url.ends_with("/mcp"), "{}", server.url);
+
+    let run = mcpflow(&["inspect", "--json", "--url", &server.url]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(out["protocolVersion"], "2025-11-25", "{}", describe(&run));
+    assert!(
+        run.stdout.contains("test_tool_with_progress"),
+        "{}",
+        describe(&run)
+    );
+
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "--url",
+        &server.url,
+        "test_tool_with_progress",
+        "{}",
+    ]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(
+        out["notifications"]["notifications/progress"],
+        3,
+        "progress travels on the call's event stream: {}",
+        describe(&run)
+    );
+
+    // Sampling during a call: the server's request rides the call's stream, the answer
+    // goes back as a POST.
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "--sampling-response",
+        "over http",
+        "--url",
+        &server.url,
+        "test_sampling",
+        r#"{"prompt":"hi"}"#,
+    ]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
+    assert!(run.stdout.contains("over http"), "{}", describe(&run));
+}
+
+#[test]
+fn an_unreachable_url_exits_three_with_the_cause() {
+    // Port 1 on loopback: nothing listens there.
+    let run = mcpflow(&[
+        "call",
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "test_simple_text",
+    ]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert!(run.stderr.contains("127.0.0.1:1"), "{}", describe(&run));
+    let run = mcpflow(&["call", "--url", "not a url", "test_simple_text"]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert!(run.stderr.contains("not a url"), "{}", describe(&run));
+    let run = mcpflow(&["call", "--url", "http://127.0.0.1:1/mcp", "x", "--", "cmd"]);
+    assert_eq!(
+        run.code,
+        2,
+        "--url and a command conflict: {}",
+        describe(&run)
+    );
+}
