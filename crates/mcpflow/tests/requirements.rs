@@ -333,6 +333,54 @@ const REQUIREMENTS: &[Requirement] = &[
         text: "an unsupported MCP-Protocol-Version gets 400; wrong Content-Type, Accept and oversized bodies get 415, 406 and 413",
         tests: &["http_server::malformed_requests_get_clear_http_errors_and_the_session_survives"],
     },
+    Requirement {
+        id: "G6-http",
+        text: "over HTTP, every failure (error status, a stream ended with nothing to resume, exhausted reconnects, a refused or reset connection, an idle stream, a server gone mid-call) fails the pending request at once with its cause",
+        tests: &[
+            "http_client::http_error_status_fails_the_request_with_status_and_body",
+            "http_client::stream_ended_without_event_id_fails_the_request",
+            "http_client::exhausted_reconnects_fail_the_request",
+            "http_client::refused_connection_fails_at_once",
+            "http_client::server_gone_mid_session_fails_requests_promptly",
+            "http_client::connection_reset_mid_stream_fails_the_request",
+            "http_client::idle_event_stream_fails_the_request",
+            "http_engine::a_server_that_goes_away_mid_call_fails_the_call_with_the_cause",
+        ],
+    },
+    Requirement {
+        id: "S-http-client",
+        text: "the client POSTs with Accept for JSON and event streams, then sends Mcp-Session-Id and MCP-Protocol-Version on every request, and DELETE at close",
+        tests: &[
+            "http_client::happy_path_over_json_and_event_streams",
+            "http_client::close_sends_delete_with_the_session_id",
+        ],
+    },
+    Requirement {
+        id: "S-http-client-resume",
+        text: "a client resumes a broken stream with GET and Last-Event-ID; on 404 for its session it starts a new one with initialize",
+        tests: &[
+            "http_client::resumes_with_last_event_id_after_the_stream_closes_mid_call",
+            "http_client::reinitializes_transparently_on_404",
+        ],
+    },
+    Requirement {
+        id: "S-http-legacy",
+        text: "a client falls back to HTTP+SSE (2024-11-05) when the first POST fails with 400, 404 or 405",
+        tests: &[
+            "http_client::legacy_sse_fallback_end_to_end",
+            "http_client::legacy_stream_end_fails_pending_requests",
+        ],
+    },
+    Requirement {
+        id: "G-http-seeds",
+        text: "the seed scenarios and re-entrant callbacks hold over streamable HTTP",
+        tests: &[
+            "http_engine::seed_000_progress_before_response_over_http",
+            "http_engine::seed_001_list_changed_reload_during_call_over_http",
+            "http_engine::sampling_during_a_call_whose_callback_lists_tools_over_http",
+            "http_engine::ten_thousand_progress_notifications_in_order_over_http",
+        ],
+    },
 ];
 
 /// The test files a citation may name, read at compile time.
@@ -346,6 +394,8 @@ const SOURCES: &[(&str, &str)] = &[
     ("adversarial", include_str!("adversarial.rs")),
     ("chaos", include_str!("chaos.rs")),
     ("http_server", include_str!("http_server.rs")),
+    ("http_client", include_str!("http_client.rs")),
+    ("http_engine", include_str!("http_engine.rs")),
     ("cli", include_str!("../../mcpflow-cli/tests/cli.rs")),
 ];
 
