@@ -66,6 +66,20 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Over HTTP
+//!
+//! ```no_run
+//! # async fn run(server: mcpflow::server::Server) -> Result<(), Box<dyn std::error::Error>> {
+//! use mcpflow::client::Client;
+//! use mcpflow::http::client::HttpClientTransport;
+//! use mcpflow::http::server::HttpServer;
+//!
+//! let running = HttpServer::new(server).bind("127.0.0.1:3000").await?; // endpoint /mcp
+//! let transport = HttpClientTransport::new(running.url())?;
+//! let client = Client::builder("agent", "1.0.0").connect(transport).await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # What cannot hang
 //! The engine ([`session`]) reads with one task that never waits on user code:
 //! responses and progress go to the waiting caller (progress always first, in order),
@@ -78,6 +92,8 @@
 //!
 //! # Layout (in the order data flows)
 //! - [`transport`]: frames in and out (memory, any byte stream, stdio, child process).
+//! - `http`: streamable HTTP, a server on axum and a client on reqwest (with the
+//!   legacy HTTP+SSE fallback), each running sessions on the same engine.
 //! - [`session`]: the engine: reader, writer, pending table, notification lane,
 //!   request tasks, timeouts, cancellation, close.
 //! - [`client`]: [`client::Client`]: handshake, typed calls, callbacks, self-refreshing lists.
@@ -90,6 +106,9 @@
 //!
 //! | feature | default | what it adds |
 //! | --- | --- | --- |
+//! | `http-server` | on | `http::server`: the streamable HTTP server (axum) |
+//! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback |
+//! | `rustls` | off | `https://` URLs for the HTTP client |
 //! | `macros` | off | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
 pub mod client;
