@@ -34,11 +34,7 @@ async fn ten_thousand_progress_in_order_before_result(kind: Kind) {
             Ok(CallToolResult::text("done"))
         })
         .build();
-    let (c, s) = pair(kind);
-    let _running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c))
-        .await
-        .expect("connect");
+    let (client, _server) = common::connect(kind, &server, Client::builder("t", "1")).await;
     let seen = Arc::new(Mutex::new(Vec::with_capacity(N as usize)));
     let log = seen.clone();
     let options = RequestOptions::new().on_progress(move |p| log.lock().unwrap().push(p.progress));
@@ -63,7 +59,7 @@ async fn ten_thousand_progress_in_order_before_result(kind: Kind) {
 
 #[tokio::test]
 async fn ten_thousand_progress_notifications_delivered_in_order_before_the_result() {
-    for kind in ALL {
+    for kind in common::WITH_HTTP {
         ten_thousand_progress_in_order_before_result(kind).await;
     }
 }

@@ -361,6 +361,7 @@ const REQUIREMENTS: &[Requirement] = &[
         tests: &[
             "http_client::resumes_with_last_event_id_after_the_stream_closes_mid_call",
             "http_client::reinitializes_transparently_on_404",
+            "http_engine::a_session_lost_in_a_server_restart_is_replaced_transparently",
         ],
     },
     Requirement {
@@ -375,10 +376,11 @@ const REQUIREMENTS: &[Requirement] = &[
         id: "G-http-seeds",
         text: "the seed scenarios and re-entrant callbacks hold over streamable HTTP",
         tests: &[
-            "http_engine::seed_000_progress_before_response_over_http",
-            "http_engine::seed_001_list_changed_reload_during_call_over_http",
-            "http_engine::sampling_during_a_call_whose_callback_lists_tools_over_http",
-            "http_engine::ten_thousand_progress_notifications_in_order_over_http",
+            "seeds::seed_000_progress_before_response_over_http",
+            "seeds::list_changed_handler_sees_the_new_tool_list_on_every_transport",
+            "seeds::notification_handler_awaits_tools_list_on_every_transport",
+            "seeds::sampling_during_call_whose_callback_lists_tools_on_every_transport",
+            "engine::ten_thousand_progress_notifications_delivered_in_order_before_the_result",
         ],
     },
 ];

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{ALL, Kind, bounded, pair};
+use common::{ALL, Kind, WITH_HTTP, bounded, pair};
 use mcpflow::RequestOptions;
 use mcpflow::client::Client;
 use mcpflow::protocol::{
@@ -33,11 +33,7 @@ async fn seed_000_progress_before_response(kind: Kind) {
             Ok(CallToolResult::text("Tool finished successfully"))
         })
         .build();
-    let (c, s) = pair(kind);
-    let _running = server.serve(s);
-    let client = bounded("connect", Client::builder("t", "1").connect(c))
-        .await
-        .expect("connect");
+    let (client, _server) = common::connect(kind, &server, Client::builder("t", "1")).await;
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
     let options = RequestOptions::new().on_progress(move |p| log.lock().unwrap().push(p.progress));
@@ -74,6 +70,10 @@ async fn seed_000_progress_before_response_memory_large() {
 #[tokio::test]
 async fn seed_000_progress_before_response_over_stdio_framing() {
     seed_000_progress_before_response(Kind::Stdio).await;
+}
+#[tokio::test]
+async fn seed_000_progress_before_response_over_http() {
+    seed_000_progress_before_response(Kind::Http).await;
 }
 
 /// agent-framework#4866, strictest form: a scripted server sends `tools/list_changed`
@@ -158,8 +158,6 @@ async fn notification_handler_awaits_tools_list(kind: Kind) {
             Ok(CallToolResult::text("done"))
         })
         .build();
-    let (c, s) = pair(kind);
-    let _running = server.serve(s);
     let reloaded = Arc::new(Notify::new());
     let signal = reloaded.clone();
     let client = Client::builder("agent", "1").on_notification(move |n, client| {
@@ -172,9 +170,7 @@ async fn notification_handler_awaits_tools_list(kind: Kind) {
             }
         }
     });
-    let client = bounded("connect", client.connect(c))
-        .await
-        .expect("connect");
+    let (client, _server) = common::connect(kind, &server, client).await;
     let wait = reloaded.notified();
     let result = bounded(
         "call with list_changed",
@@ -189,7 +185,7 @@ async fn notification_handler_awaits_tools_list(kind: Kind) {
 
 #[tokio::test]
 async fn notification_handler_awaits_tools_list_on_every_transport() {
-    for kind in ALL {
+    for kind in WITH_HTTP {
         notification_handler_awaits_tools_list(kind).await;
     }
 }
@@ -213,8 +209,6 @@ async fn sampling_during_call_whose_callback_lists_tools(kind: Kind) {
             Ok(CallToolResult::text(format!("model said: {text}")))
         })
         .build();
-    let (c, s) = pair(kind);
-    let _running = server.serve(s);
     let client = Client::builder("agent", "1").on_sampling(|_params, client| async move {
         let tools = client
             .list_all_tools()
@@ -225,9 +219,7 @@ async fn sampling_during_call_whose_callback_lists_tools(kind: Kind) {
             format!("{} tools", tools.len()),
         ))
     });
-    let client = bounded("connect", client.connect(c))
-        .await
-        .expect("connect");
+    let (client, _server) = common::connect(kind, &server, client).await;
     let result = bounded("sampling during call", client.call_tool("ask", json!({})))
         .await
         .expect("call");
@@ -237,7 +229,7 @@ async fn sampling_during_call_whose_callback_lists_tools(kind: Kind) {
 
 #[tokio::test]
 async fn sampling_during_call_whose_callback_lists_tools_on_every_transport() {
-    for kind in ALL {
+    for kind in WITH_HTTP {
         sampling_during_call_whose_callback_lists_tools(kind).await;
     }
 }
@@ -338,8 +330,6 @@ async fn list_changed_handler_sees_the_new_tool_list(kind: Kind) {
             }
         })
         .await;
-    let (c, s) = pair(kind);
-    let _running = server.serve(s);
     let gate = saw_new_list.clone();
     let builder = Client::builder("agent", "1").on_notification(move |n, client| {
         let gate = gate.clone();
@@ -352,9 +342,7 @@ async fn list_changed_handler_sees_the_new_tool_list(kind: Kind) {
             }
         }
     });
-    let client = bounded("connect", builder.connect(c))
-        .await
-        .expect("connect");
+    let (client, _server) = common::connect(kind, &server, builder).await;
     assert_eq!(
         bounded("initial load", client.tools())
             .await
@@ -374,7 +362,7 @@ async fn list_changed_handler_sees_the_new_tool_list(kind: Kind) {
 
 #[tokio::test]
 async fn list_changed_handler_sees_the_new_tool_list_on_every_transport() {
-    for kind in ALL {
+    for kind in WITH_HTTP {
         list_changed_handler_sees_the_new_tool_list(kind).await;
     }
 }

@@ -35,9 +35,54 @@ pub enum Kind {
     MemoryLarge,
     /// Newline framing over a real OS socket pair, as stdio uses.
     Stdio,
+    /// Streamable HTTP on a loopback socket: mcpflow's HTTP server and client. It has no
+    /// transport pair; scenarios with a real server use [`connect`].
+    Http,
 }
 
 pub const ALL: [Kind; 4] = [Kind::Memory0, Kind::Memory1, Kind::MemoryLarge, Kind::Stdio];
+
+/// [`ALL`] and streamable HTTP, for scenarios with a real server on the other end.
+pub const WITH_HTTP: [Kind; 5] = [
+    Kind::Memory0,
+    Kind::Memory1,
+    Kind::MemoryLarge,
+    Kind::Stdio,
+    Kind::Http,
+];
+
+/// What keeps the server of [`connect`] running.
+pub enum ServerGuard {
+    Session(mcpflow::server::RunningServer),
+    Http(mcpflow::http::server::RunningHttpServer),
+}
+
+/// `builder` connected to `server` over `kind`; keep the guard while the client is used.
+pub async fn connect(
+    kind: Kind,
+    server: &mcpflow::server::Server,
+    builder: mcpflow::client::ClientBuilder,
+) -> (mcpflow::client::Client, ServerGuard) {
+    let what = format!("connect over {kind:?}");
+    if let Kind::Http = kind {
+        let running = bounded(
+            "bind",
+            mcpflow::http::server::HttpServer::new(server.clone()).bind("127.0.0.1:0"),
+        )
+        .await
+        .expect("bind a loopback port");
+        let transport =
+            mcpflow::http::client::HttpClientTransport::new(running.url()).expect("a valid URL");
+        let client = bounded(&what, builder.connect(transport))
+            .await
+            .expect("connect");
+        return (client, ServerGuard::Http(running));
+    }
+    let (c, s) = pair(kind);
+    let running = server.serve(s);
+    let client = bounded(&what, builder.connect(c)).await.expect("connect");
+    (client, ServerGuard::Session(running))
+}
 
 /// The in-memory kinds: for paused-clock scenarios, where real socket I/O could race
 /// the clock's auto-advance.
@@ -54,6 +99,7 @@ pub fn pair(kind: Kind) -> (AnyTransport, AnyTransport) {
         Kind::Memory0 => wrap(MemoryTransport::pair(0)),
         Kind::Memory1 => wrap(MemoryTransport::pair(1)),
         Kind::MemoryLarge => wrap(MemoryTransport::pair(4096)),
+        Kind::Http => panic!("HTTP has no transport pair: use common::connect"),
         Kind::Stdio => {
             let (a, b) = tokio::net::UnixStream::pair().expect("socket pair");
             let (ar, aw) = a.into_split();
