@@ -16,7 +16,8 @@
 //!   [`json_response`](HttpServer::json_response) is set. Each event is written as it
 //!   is produced. Notifications and responses alone get 202.
 //! - **The standalone stream.** `GET` opens the stream for messages not caused by a
-//!   request (`list_changed`, requests of the server's own).
+//!   request (`list_changed`, requests of the server's own). Until the client opens
+//!   it, such messages ride the newest open request stream instead of being dropped.
 //! - **Resumability** (SEP-1699). With an [`EventStore`] (in memory by default), events
 //!   have ids; a stream to a 2025-11-25 client opens with a priming event carrying an id
 //!   and `retry`; a client that lost a stream resumes it with `GET` and `Last-Event-ID`.
@@ -281,19 +282,29 @@ impl HttpServer {
             local_addr,
             endpoint,
             stop,
-            task,
+            task: Some(task),
             state,
         })
     }
 }
 
-/// A server listening on a socket, from [`HttpServer::bind`].
+/// A server listening on a socket, from [`HttpServer::bind`]. Dropping it stops the
+/// server as [`shutdown`](Self::shutdown) does, without waiting.
 pub struct RunningHttpServer {
     local_addr: SocketAddr,
     endpoint: String,
     stop: CancellationToken,
-    task: JoinHandle<()>,
+    task: Option<JoinHandle<()>>,
     state: Arc<AppState>,
+}
+
+impl Drop for RunningHttpServer {
+    fn drop(&mut self) {
+        if !self.stop.is_cancelled() {
+            self.state.end_all_sessions();
+            self.stop.cancel();
+        }
+    }
 }
 
 impl fmt::Debug for RunningHttpServer {
@@ -316,9 +327,11 @@ impl RunningHttpServer {
         format!("http://{}{}", self.local_addr, self.endpoint)
     }
 
-    /// Serve until the task ends (it does not on its own).
-    pub async fn wait(self) {
-        let _ = self.task.await;
+    /// Serve until the process ends (the server does not stop on its own).
+    pub async fn wait(mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
     }
 
     /// The number of live sessions.
@@ -329,13 +342,13 @@ impl RunningHttpServer {
     /// Stop accepting connections and end every session (open event streams end, and
     /// in-flight handlers get the close grace); connections still open after 5 seconds
     /// are cut.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         self.state.end_all_sessions();
         self.stop.cancel();
-        let mut task = self.task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut task)
-            .await
-            .is_err()
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(5), &mut task)
+                .await
+                .is_err()
         {
             task.abort();
         }
