@@ -66,6 +66,22 @@ fn test_server(release: Arc<Notify>) -> Server {
             },
         )
         .tool(
+            Tool::new(
+                "install",
+                "Adds a tool (list_changed)",
+                Tool::empty_input_schema(),
+            ),
+            |_args, cx| async move {
+                cx.server()
+                    .add_tool(
+                        Tool::new("installed", "Added", Tool::empty_input_schema()),
+                        |_a, _cx| async { Ok(CallToolResult::text("installed")) },
+                    )
+                    .await;
+                Ok(CallToolResult::text("done"))
+            },
+        )
+        .tool(
             Tool::new("slow", "Never finishes", Tool::empty_input_schema()),
             |_args, cx| async move {
                 cx.cancellation().cancelled().await;
@@ -657,4 +673,24 @@ async fn idle_sessions_expire_and_shutdown_ends_open_streams() {
         .expect("answered");
     bounded("shutdown", running.shutdown()).await;
     let _ = bounded("the open stream ends at shutdown", response.text()).await;
+}
+
+#[tokio::test]
+async fn list_changed_rides_a_request_stream_until_the_client_opens_a_get_stream() {
+    let running = serve(HttpServer::new(test_server(Arc::default()))).await;
+    let mut peer = Peer::new(&running.url());
+    peer.initialize(json!({})).await;
+    // No GET stream yet: the notification must not be dropped.
+    let events = peer.call("install", &call_tool(4, "install", false)).await;
+    let methods: Vec<&str> = events.iter().map(|(_, d)| d.as_str()).collect();
+    let changed = methods
+        .iter()
+        .position(|d| d.contains("notifications/tools/list_changed"))
+        .unwrap_or_else(|| panic!("list_changed on the call's stream: {methods:?}"));
+    let result = methods
+        .iter()
+        .position(|d| d.contains("\"id\":4"))
+        .expect("the result");
+    assert!(changed < result, "{methods:?}");
+    bounded("shutdown", running.shutdown()).await;
 }

@@ -166,6 +166,26 @@ impl Routes {
         }
     }
 
+    /// Where a message unrelated to any request goes: the standalone stream if the
+    /// client opened one (connected, or resumable), otherwise the newest connected
+    /// request stream, so a `list_changed` sent before the client's GET arrived is not
+    /// lost.
+    fn unrelated_target(&self) -> Option<u64> {
+        if let Some(n) = self.standalone
+            && self
+                .streams
+                .get(&n)
+                .is_some_and(|s| s.resumable || s.conn.as_ref().is_some_and(|c| !c.is_closed()))
+        {
+            return Some(n);
+        }
+        self.streams
+            .iter()
+            .filter(|(_, s)| s.conn.as_ref().is_some_and(|c| !c.is_closed()))
+            .map(|(n, _)| *n)
+            .max()
+    }
+
     fn close_all(&mut self) {
         self.closed = true;
         self.streams.clear();
@@ -402,7 +422,7 @@ impl FrameWriter for SessionWriter {
                     .related
                     .as_ref()
                     .and_then(|id| routes.by_request.get(id).copied());
-                (related.or(routes.standalone), false)
+                (related.or_else(|| routes.unrelated_target()), false)
             }
         };
         match target {
