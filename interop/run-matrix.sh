@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Stdio interop matrix: the mcpflow server against the official SDK clients (Python mcp 2.x
-# in auto and legacy modes, Python mcp 1.30, TypeScript SDK 1.x, TypeScript SDK 2.x in legacy
-# and auto version-negotiation modes), and the mcpflow client (`mcpflow inspect` / `mcpflow call`)
-# against the official SDK servers.
+# Interop matrix over stdio and streamable HTTP: the mcpflow server against the official SDK
+# clients (Python mcp 2.x in auto and legacy modes, Python mcp 1.30, TypeScript SDK 1.x,
+# TypeScript SDK 2.x in legacy and auto version-negotiation modes), and the mcpflow client
+# (`mcpflow inspect` / `mcpflow call`) against the official SDK servers.
+# Over HTTP, each cell starts its server on a free 127.0.0.1 port (`mcpflow serve everything
+# --http 127.0.0.1:PORT`, or a peer server with `--http-port PORT`; endpoint /mcp), waits at most
+# 10 s for it to accept connections, and stops it afterwards; clients connect with `--url`.
 # Prints one line per cell, `PASS|FAIL <server> <- <client>: <detail>`, then `N passed, N failed`.
-# Exit 1 on any failure. Logs of every cell stay in $INTEROP_LOGS (default: a temp dir).
+# Exit 1 on any failure. Logs of every cell (and of every HTTP server) stay in $INTEROP_LOGS
+# (default: a temp dir). INTEROP_CONTROLS=1 adds peer <-> peer control cells.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,11 +31,59 @@ SAMPLING_TEXT="fixed sampling answer"
 passed=0
 failed=0
 
-report() { # name verdict-line
-    local name="$1" line="$2"
+report() { # name verdict-line [server-log]
+    local name="$1" line="$2" server_log="${3:-}"
     local verdict="${line%% *}" detail="${line#* }"
     [[ "$verdict" == PASS ]] && passed=$((passed + 1)) || { verdict=FAIL; failed=$((failed + 1)); }
     echo "$verdict $name: $detail"
+    if [[ "$verdict" == FAIL && -s "$server_log" ]]; then
+        echo "    server log $server_log, last lines:"
+        tail -n 5 "$server_log" | cut -c1-300 | sed 's/^/    | /'
+    fi
+}
+
+# --- streamable HTTP servers: one per cell, on a free loopback port -----------------------
+http_pid=""
+http_url=""
+stop_http() {
+    if [[ -n "$http_pid" ]]; then
+        kill "$http_pid" 2>/dev/null
+        wait "$http_pid" 2>/dev/null
+        http_pid=""
+    fi
+}
+trap stop_http EXIT
+trap 'stop_http; exit 130' INT TERM
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+start_http() { # log-file command-words... (@PORT@ in a word becomes the port); sets http_url
+    local log="$1" attempt i port
+    shift
+    : >"$log"
+    for attempt in 1 2 3; do # a fresh port if the server exits (another process took the port)
+        port="$(free_port)"
+        timeout 120 "${@//@PORT@/$port}" </dev/null >>"$log" 2>&1 &
+        http_pid=$!
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$http_pid" 2>/dev/null || break
+            if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+                http_url="http://127.0.0.1:$port/mcp"
+                return 0
+            fi
+            sleep 0.1
+        done
+        # Still running but not listening after 10 s: give up. Exited: maybe the port was taken.
+        kill -0 "$http_pid" 2>/dev/null && { stop_http; return 1; }
+        stop_http
+    done
+    return 1
+}
+# Whether `mcpflow ARGS... --help` lists FLAG.
+mcpflow_has() { # flag args...
+    local flag="$1"
+    shift
+    [[ "$("$mcpflow" "$@" --help 2>/dev/null)" == *"$flag"* ]]
 }
 
 # --- the mcpflow server against the peer clients -----------------------------------
@@ -65,6 +117,46 @@ for c in py2-auto py2-legacy py1 ts ts2 ts2-auto; do
     report "mcpflow(demo) <- $c" "$(JUDGE_CHANGE_TOOL=install_plugin JUDGE_SAMPLING_TOOL=ask_model judge peer-client "$f.out" "$SAMPLING_TEXT" 1)"
 done
 
+# --- the mcpflow server over streamable HTTP against the peer clients ----------------------
+http_clients=(py2-auto py2-legacy py1 ts ts2 ts2-auto)
+if mcpflow_has --http serve everything; then
+    for c in "${http_clients[@]}"; do
+        f="$logs/mcpflow-http-server.$c"
+        if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
+            # shellcheck disable=SC2086
+            $T ${clients[$c]} "${MCPFLOW_TOOLS[@]}" --sampling-text "$SAMPLING_TEXT" --url "$http_url" >"$f.out" 2>"$f.err"
+            echo $? >"$f.rc"
+            stop_http
+            report "mcpflow(http) <- $c" "$(judge peer-client "$f.out" "$SAMPLING_TEXT" 0)" "$f.server.log"
+        else
+            report "mcpflow(http) <- $c" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
+        fi
+    done
+else
+    for c in "${http_clients[@]}"; do
+        report "mcpflow(http) <- $c" "FAIL \`mcpflow serve everything --help\` lists no --http option"
+    done
+fi
+# The demo server (list_changed mid-call) over HTTP.
+if mcpflow_has --http serve demo; then
+    for c in "${http_clients[@]}"; do
+        f="$logs/mcpflow-http-demo-server.$c"
+        if start_http "$f.server.log" "$mcpflow" serve demo --http 127.0.0.1:@PORT@; then
+            # shellcheck disable=SC2086
+            $T ${clients[$c]} "${DEMO_TOOLS[@]}" --sampling-text "$SAMPLING_TEXT" --url "$http_url" >"$f.out" 2>"$f.err"
+            echo $? >"$f.rc"
+            stop_http
+            report "mcpflow(demo,http) <- $c" "$(JUDGE_CHANGE_TOOL=install_plugin JUDGE_SAMPLING_TOOL=ask_model judge peer-client "$f.out" "$SAMPLING_TEXT" 1)" "$f.server.log"
+        else
+            report "mcpflow(demo,http) <- $c" "FAIL mcpflow serve demo --http did not accept connections within 10 s" "$f.server.log"
+        fi
+    done
+else
+    for c in "${http_clients[@]}"; do
+        report "mcpflow(demo,http) <- $c" "FAIL \`mcpflow serve demo --help\` lists no --http option"
+    done
+fi
+
 # --- the peer servers against the mcpflow client ----------------------------------
 declare -A servers=(
     [py2]="$py2 $root/interop/peers/server.py"
@@ -88,6 +180,40 @@ for s in py2 py1 ts ts2; do
     report "$s <- mcpflow" "$(judge mcpflow-client "$d" "$SAMPLING_TEXT")"
 done
 
+# --- the peer servers over streamable HTTP against the mcpflow client ----------------------
+declare -A http_servers=(
+    [py2]="$py2 $root/interop/peers/server.py --http-port @PORT@"
+    [py1]="$py1 $root/interop/peers/server.py --http-port @PORT@"
+    [ts]="$node $peers/node/server.mjs --http-port @PORT@"
+)
+url_ok=1
+mcpflow_has --url inspect && mcpflow_has --url call || url_ok=0
+for s in py2 py1 ts; do
+    d="$logs/$s-http-server.mcpflow"
+    mkdir -p "$d"
+    if [[ $url_ok -eq 0 ]]; then
+        report "$s(http) <- mcpflow" "FAIL \`mcpflow inspect --help\` or \`mcpflow call --help\` lists no --url option"
+        continue
+    fi
+    read -r -a cmd <<<"${http_servers[$s]}"
+    if ! start_http "$d/server.log" "${cmd[@]}"; then
+        report "$s(http) <- mcpflow" "FAIL the $s server did not accept connections within 10 s" "$d/server.log"
+        continue
+    fi
+    run_url() { # name subcommand args...
+        local name="$1" sub="$2"
+        shift 2
+        $T "$mcpflow" "$sub" --url "$http_url" "$@" >"$d/$name.out" 2>"$d/$name.err"
+        echo $? >"$d/$name.rc"
+    }
+    run_url inspect inspect --json --timeout 20
+    run_url echo call --json --timeout 20 echo '{"text":"hello"}'
+    run_url change call --json --timeout 20 change_tools
+    run_url sampling call --json --timeout 20 --sampling-response "$SAMPLING_TEXT" ask_sampling '{"prompt":"say something"}'
+    stop_http
+    report "$s(http) <- mcpflow" "$(judge mcpflow-client "$d" "$SAMPLING_TEXT")" "$d/server.log"
+done
+
 # --- controls: peer server <- peer client (validates the peers themselves) ------------
 if [[ "${INTEROP_CONTROLS:-1}" == 1 ]]; then
     for pair in "py2:py2-legacy" "py1:py1" "ts:ts" "py2:ts" "ts:py1" "ts2:ts2" "ts2:ts" "ts:ts2"; do
@@ -98,6 +224,22 @@ if [[ "${INTEROP_CONTROLS:-1}" == 1 ]]; then
         $T ${clients[$c]} --sampling-text "$SAMPLING_TEXT" -- "${cmd[@]}" >"$f.out" 2>"$f.err"
         echo $? >"$f.rc"
         report "control $s <- $c" "$(judge peer-client "$f.out" "$SAMPLING_TEXT" 1)"
+    done
+    # Over streamable HTTP. (Not py2 <- py2-auto: they agree on 2026-07-28, where logs need a
+    # per-request opt-in and a stateless HTTP request has no channel for sampling.)
+    for pair in "py2:py2-legacy" "py1:py1" "ts:ts" "py2:ts" "ts:py1" "ts:ts2" "py1:py2-auto" "ts:py2-auto" "py2:py1"; do
+        s="${pair%%:*}" c="${pair#*:}"
+        f="$logs/control-http.$s.$c"
+        read -r -a cmd <<<"${http_servers[$s]}"
+        if start_http "$f.server.log" "${cmd[@]}"; then
+            # shellcheck disable=SC2086
+            $T ${clients[$c]} --sampling-text "$SAMPLING_TEXT" --url "$http_url" >"$f.out" 2>"$f.err"
+            echo $? >"$f.rc"
+            stop_http
+            report "control(http) $s <- $c" "$(judge peer-client "$f.out" "$SAMPLING_TEXT" 1)" "$f.server.log"
+        else
+            report "control(http) $s <- $c" "FAIL the $s server did not accept connections within 10 s" "$f.server.log"
+        fi
     done
 fi
 

@@ -1,6 +1,7 @@
-// Interop peer client on the TypeScript SDK v2 (@modelcontextprotocol/client 2.x, stdio).
+// Interop peer client on the TypeScript SDK v2 (@modelcontextprotocol/client 2.x, stdio, or
+// streamable HTTP with --url).
 // usage: node client-v2.mjs [--mode legacy|auto] [--progress TOOL] [--log TOOL] [--change TOOL]
-//                           [--sampling TOOL] [--sampling-text TEXT] -- CMD [ARGS...]
+//                           [--sampling TOOL] [--sampling-text TEXT] (--url URL | -- CMD [ARGS...])
 // Same behaviour and JSON line as client.mjs (the 1.x peer): progress and notifications are
 // recorded at the transport level (in arrival order); the callback count is reported separately.
 // --mode is ClientOptions.versionNegotiation.mode: `legacy` (the v2 default, set explicitly here)
@@ -8,7 +9,7 @@
 // short-lived sibling process (2026-07-28) and falls back to `initialize` on a legacy answer.
 // v2 API: Client.setRequestHandler / setNotificationHandler take method strings, callTool(params,
 // options) has no result-schema argument, StdioClientTransport comes from "@modelcontextprotocol/client/stdio".
-import { Client } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { readFileSync } from "node:fs";
 
@@ -57,7 +58,11 @@ client.setRequestHandler("sampling/createMessage", async () => {
 client.setNotificationHandler("notifications/message", (n) => { state.logs.push(n.params); });
 client.setNotificationHandler("notifications/tools/list_changed", () => { state.listChanged += 1; });
 
-const transport = new StdioClientTransport({ command: cmd[0], args: cmd.slice(1), stderr: "inherit" });
+if (Boolean(opts.url) === (cmd.length > 0)) throw new Error("give either --url URL or -- CMD [ARGS...]");
+const transport = opts.url
+  ? new StreamableHTTPClientTransport(new URL(opts.url))
+  : new StdioClientTransport({ command: cmd[0], args: cmd.slice(1), stderr: "inherit" });
+out.transport = opts.url ? "streamable-http" : "stdio";
 
 async function doCall(name) {
   const start = wire.length;
@@ -100,7 +105,13 @@ async function doCall(name) {
 }
 
 const watchdog = setTimeout(() => { out.ok = false; out.error = "client watchdog: 25 s"; finish(1); }, 25000);
-function finish(code) {
+async function finish(code) {
+  clearTimeout(watchdog);
+  // Over HTTP, end the session explicitly (DELETE with the Mcp-Session-Id).
+  if (opts.url && transport.sessionId) {
+    const ended = transport.terminateSession().catch((e) => state.errors.push(`terminateSession: ${e?.message ?? e}`));
+    await Promise.race([ended, new Promise((r) => setTimeout(r, 2000))]);
+  }
   out.calls = calls;
   out.logs = state.logs;
   out.list_changed_total = state.listChanged;
@@ -108,7 +119,6 @@ function finish(code) {
   out.sdk_errors = state.errors;
   out.wire_methods = wire.map((d) => d.method ?? (d.id !== undefined ? "response" : d));
   process.stdout.write(JSON.stringify(out) + "\n");
-  clearTimeout(watchdog);
   transport.close().catch(() => {}).finally(() => process.exit(code));
 }
 

@@ -1,12 +1,13 @@
-// Interop peer client on @modelcontextprotocol/sdk 1.x (stdio).
+// Interop peer client on @modelcontextprotocol/sdk 1.x (stdio, or streamable HTTP with --url).
 // usage: node client.mjs [--progress TOOL] [--log TOOL] [--change TOOL] [--sampling TOOL]
-//                        [--sampling-text TEXT] -- CMD [ARGS...]
+//                        [--sampling-text TEXT] (--url URL | -- CMD [ARGS...])
 // Prints one JSON line. Progress and notifications are recorded at the transport level
 // (in arrival order), because the TS 1.x client drops a progress notification that
 // arrives in the same read as the response (typescript-sdk #2580); the callback count
 // is reported separately.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
@@ -56,7 +57,11 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => {
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { state.logs.push(n.params); });
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => { state.listChanged += 1; });
 
-const transport = new StdioClientTransport({ command: cmd[0], args: cmd.slice(1), stderr: "inherit" });
+if (Boolean(opts.url) === (cmd.length > 0)) throw new Error("give either --url URL or -- CMD [ARGS...]");
+const transport = opts.url
+  ? new StreamableHTTPClientTransport(new URL(opts.url))
+  : new StdioClientTransport({ command: cmd[0], args: cmd.slice(1), stderr: "inherit" });
+out.transport = opts.url ? "streamable-http" : "stdio";
 
 async function doCall(name) {
   const start = wire.length;
@@ -99,7 +104,13 @@ async function doCall(name) {
 }
 
 const watchdog = setTimeout(() => { out.ok = false; out.error = "client watchdog: 25 s"; finish(1); }, 25000);
-function finish(code) {
+async function finish(code) {
+  clearTimeout(watchdog);
+  // Over HTTP, end the session explicitly (DELETE with the Mcp-Session-Id).
+  if (opts.url && transport.sessionId) {
+    const ended = transport.terminateSession().catch((e) => state.errors.push(`terminateSession: ${e?.message ?? e}`));
+    await Promise.race([ended, new Promise((r) => setTimeout(r, 2000))]);
+  }
   out.calls = calls;
   out.logs = state.logs;
   out.list_changed_total = state.listChanged;
@@ -107,7 +118,6 @@ function finish(code) {
   out.sdk_errors = state.errors;
   out.wire_methods = wire.map((d) => d.method ?? (d.id !== undefined ? "response" : d));
   process.stdout.write(JSON.stringify(out) + "\n");
-  clearTimeout(watchdog);
   transport.close().catch(() => {}).finally(() => process.exit(code));
 }
 

@@ -1,9 +1,9 @@
 """Interop peer client on the Python `mcp` SDK (works on 2.x and 1.30).
 
 usage: client.py [--mode auto|legacy] [--progress TOOL] [--log TOOL] [--change TOOL]
-                 [--sampling TOOL] [--sampling-text TEXT] -- CMD [ARGS...]
+                 [--sampling TOOL] [--sampling-text TEXT] (--url URL | -- CMD [ARGS...])
 
-Starts CMD over stdio, lists tools, calls each named tool (empty name = skip) and prints
+Starts CMD over stdio (or connects to URL over streamable HTTP), lists tools, calls each named tool (empty name = skip) and prints
 one JSON line: protocol version, server, tools, and per call the result text, progress
 seen by the callback, and the wire order of what arrived (recorded at the transport, so
 the SDK's callback scheduling does not blur the server's ordering).
@@ -43,8 +43,11 @@ def _record(item: Any) -> None:
 
 
 @asynccontextmanager
-async def tapped_stdio(params: StdioServerParameters):
-    async with stdio_client(params) as (read, write):
+async def tapped(transport: Any):
+    """Wrap a transport context (stdio or streamable HTTP) so every inbound message is recorded."""
+    async with transport as streams:
+        # mcp 1.x's streamable_http_client yields (read, write, get_session_id).
+        read, write = streams[0], streams[1]
         send, recv = anyio.create_memory_object_stream(1000)
 
         async def pump() -> None:
@@ -175,13 +178,25 @@ async def main() -> None:
     p.add_argument("--change", default="change_tools")
     p.add_argument("--sampling", default="ask_sampling")
     p.add_argument("--sampling-text", default="fixed sampling answer")
+    p.add_argument("--url", help="connect over streamable HTTP instead of starting CMD")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     a = p.parse_args()
-    cmd = [c for c in a.cmd if c != "--"] if a.cmd and a.cmd[0] == "--" else a.cmd
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
-    out: dict[str, Any] = {"client": f"python-mcp-{VERSION}", "mode": a.mode if MAJOR >= 2 else "legacy(1.x)"}
+    cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    if bool(a.url) == bool(cmd):
+        p.error("give either --url URL or -- CMD [ARGS...]")
+
+    def transport() -> Any:
+        if a.url:
+            from mcp.client.streamable_http import streamable_http_client
+
+            return streamable_http_client(a.url)
+        return stdio_client(StdioServerParameters(command=cmd[0], args=cmd[1:]))
+
+    out: dict[str, Any] = {
+        "client": f"python-mcp-{VERSION}",
+        "mode": a.mode if MAJOR >= 2 else "legacy(1.x)",
+        "transport": "streamable-http" if a.url else "stdio",
+    }
     calls = []
     names = []
     for n in (a.progress, a.log, a.change, a.sampling):
@@ -197,7 +212,7 @@ async def main() -> None:
             if MAJOR >= 2:
                 from mcp import Client
 
-                async with Client(tapped_stdio(params), mode=a.mode, **common) as client:
+                async with Client(tapped(transport()), mode=a.mode, **common) as client:
                     out["protocolVersion"] = client.protocol_version
                     info = client.server_info
                     out["server"] = getattr(info, "name", None)
@@ -211,7 +226,7 @@ async def main() -> None:
             else:
                 from mcp import ClientSession
 
-                async with tapped_stdio(params) as (read, write):
+                async with tapped(transport()) as (read, write):
                     async with ClientSession(read, write, **common) as session:
                         init = await session.initialize()
                         out["protocolVersion"] = init.protocolVersion

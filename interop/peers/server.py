@@ -4,11 +4,13 @@ Tools:
   echo(text)         progress (when the request carries a progressToken), an info log, then the text
   change_tools()     adds a tool, sends notifications/tools/list_changed mid-call, then returns
   ask_sampling(prompt)  asks the client for sampling during the call, returns the model's text
-Run: python server.py   (stdio)
+Run: python server.py                   (stdio)
+     python server.py --http-port PORT   (streamable HTTP on http://127.0.0.1:PORT/mcp)
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import warnings
 
@@ -24,6 +26,7 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as HighLevelServer
 
 VERSION = importlib.metadata.version("mcp")
+MAJOR = int(VERSION.split(".")[0])
 server = HighLevelServer(f"interop-py-{VERSION}")
 _added = 0
 
@@ -45,7 +48,10 @@ async def change_tools(ctx: Context) -> str:
     global _added
     _added += 1
     server.add_tool(_added_tool, name=f"added_{_added}", description="added by change_tools")
-    await ctx.session.send_tool_list_changed()
+    # Scoped to this request, so over streamable HTTP it rides the call's own SSE stream
+    # (an unscoped notification would go to the GET stream, or nowhere without one).
+    changed = types.ToolListChangedNotification()
+    await ctx.session.send_notification(changed if MAJOR >= 2 else types.ServerNotification(changed), related_request_id=ctx.request_id)
     return f"added_{_added}"
 
 
@@ -60,4 +66,14 @@ async def ask_sampling(prompt: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http-port", type=int, help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
+    args = parser.parse_args()
+    if args.http_port is None:
+        server.run()
+    elif MAJOR >= 2:
+        server.run("streamable-http", host="127.0.0.1", port=args.http_port)
+    else:
+        server.settings.host = "127.0.0.1"
+        server.settings.port = args.http_port
+        server.run("streamable-http")
