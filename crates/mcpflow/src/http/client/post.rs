@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::CONTENT_TYPE;
 use reqwest::{Method, Response, StatusCode};
@@ -354,24 +355,35 @@ async fn reinitialize(conn: &Arc<Connection>, expired: &str) -> Result<(), Trans
             ),
         )
     };
+    // POST one handshake message; an error status fails the re-initialize with its body.
+    let send = async |body: Bytes, with_session: bool, what: &str| {
+        let response = conn
+            .prepare(
+                Method::POST,
+                conn.config.url.clone(),
+                ACCEPT_POST,
+                with_session,
+            )
+            .await
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| failed(None, describe(&e)))?;
+        let status = response.status();
+        if status.is_success() {
+            Ok(response)
+        } else {
+            let body = body_snippet(response).await;
+            Err(failed(
+                Some(status.as_u16()),
+                format!("{what} answered {status}: {body}"),
+            ))
+        }
+    };
     conn.clear_session();
-    let url = conn.config.url.clone();
-    let response = conn
-        .prepare(Method::POST, url.clone(), ACCEPT_POST, false)
-        .await
-        .header(CONTENT_TYPE, "application/json")
-        .body(handshake.initialize.clone())
-        .send()
-        .await
-        .map_err(|e| failed(None, describe(&e)))?;
+    let response = send(handshake.initialize.clone(), false, "initialize").await?;
     let status = response.status();
-    if !status.is_success() {
-        let body = body_snippet(response).await;
-        return Err(failed(
-            Some(status.as_u16()),
-            format!("initialize answered {status}: {body}"),
-        ));
-    }
     conn.capture_session(&response);
     let answer = initialize_answer(conn, response, &handshake.initialize_id)
         .await
@@ -396,22 +408,7 @@ async fn reinitialize(conn: &Arc<Connection>, expired: &str) -> Result<(), Trans
         (None, None) => return Err(failed(None, "initialize answer has no result".to_owned())),
     }
     if let Some(initialized) = handshake.initialized {
-        let response = conn
-            .prepare(Method::POST, url, ACCEPT_POST, true)
-            .await
-            .header(CONTENT_TYPE, "application/json")
-            .body(initialized)
-            .send()
-            .await
-            .map_err(|e| failed(None, describe(&e)))?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = body_snippet(response).await;
-            return Err(failed(
-                Some(status.as_u16()),
-                format!("notifications/initialized answered {status}: {body}"),
-            ));
-        }
+        send(initialized, true, "notifications/initialized").await?;
         start_standalone(conn, None);
     }
     tracing::info!(

@@ -393,17 +393,22 @@ pub(crate) async fn post(
     }
 }
 
+/// 405 from a stateless server, for the methods only sessions have.
+fn stateful_only(state: &AppState, why: &'static str) -> Result<(), Refusal> {
+    if state.config.stateless {
+        Err(method_not_allowed(why))
+    } else {
+        Ok(())
+    }
+}
+
 /// `GET /mcp`: the standalone event stream, or a resumed one (`Last-Event-ID`).
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
-    if state.config.stateless {
-        return Err(method_not_allowed(
-            "a stateless server has no standalone event stream",
-        ));
-    }
+    stateful_only(&state, "a stateless server has no standalone event stream")?;
     if !accepts(&headers).1 {
         return Err(refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -425,11 +430,7 @@ pub(crate) async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
-    if state.config.stateless {
-        return Err(method_not_allowed(
-            "a stateless server has no sessions to end",
-        ));
-    }
+    stateful_only(&state, "a stateless server has no sessions to end")?;
     let session = find_session(&state, &headers)?;
     state.remove_session(&session.id);
     Ok(StatusCode::OK.into_response())
