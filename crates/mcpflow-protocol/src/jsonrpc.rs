@@ -348,6 +348,15 @@ impl Message {
         }
     }
 
+    /// Write what precedes the result of a response with id `id`
+    /// (`{"jsonrpc":"2.0","id":ID,"result":`); the result and a closing `}` complete
+    /// it, as [`write_json`](Self::write_json) would write it.
+    pub fn write_response_head(id: &RequestId, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        id.write_json(out);
+        out.extend_from_slice(br#","result":"#);
+    }
+
     /// Append this message as compact JSON (no trailing newline) to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
@@ -512,6 +521,14 @@ pub fn decode(frame: &[u8]) -> Decoded {
             Err(e) => Decoded::Single(Err(classify(e))),
         };
     }
+    // The common case, an object, is read in one pass straight into its members.
+    if first == Some(&b'{') {
+        return Decoded::Single(
+            serde_json::from_slice::<Envelope<'_>>(frame)
+                .map_err(classify)
+                .and_then(from_envelope),
+        );
+    }
     match serde_json::from_slice::<&RawValue>(frame) {
         Ok(raw) => Decoded::Single(decode_value(raw)),
         Err(e) => Decoded::Single(Err(classify(e))),
@@ -563,7 +580,10 @@ fn decode_value(raw: &RawValue) -> Result<Message, DecodeError> {
             "a message must be a JSON object",
         ));
     }
-    let env: Envelope<'_> = serde_json::from_str(text).map_err(classify)?;
+    from_envelope(serde_json::from_str(text).map_err(classify)?)
+}
+
+fn from_envelope(env: Envelope<'_>) -> Result<Message, DecodeError> {
     let is_response = env.method.is_none() && (env.result.is_some() || env.error.is_some());
     let id = match env.id {
         None => None,

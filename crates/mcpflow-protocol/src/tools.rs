@@ -176,7 +176,7 @@ impl ListToolsResult {
 }
 
 /// Params of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolRequestParams {
     /// Tool name.
@@ -193,6 +193,97 @@ pub struct CallToolRequestParams {
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
+}
+
+/// A member name of a message read field by field: a known one without allocating, any
+/// other kept for the `extra` map.
+enum Member<K> {
+    Known(K),
+    Other(String),
+}
+
+impl<'de, K: KnownMember> Deserialize<'de> for Member<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name<K>(std::marker::PhantomData<K>);
+        impl<K: KnownMember> serde::de::Visitor<'_> for Name<K> {
+            type Value = Member<K>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Member<K>, E> {
+                Ok(
+                    K::from_name(name)
+                        .map_or_else(|| Member::Other(name.to_owned()), Member::Known),
+                )
+            }
+            fn visit_string<E: serde::de::Error>(self, name: String) -> Result<Member<K>, E> {
+                Ok(K::from_name(&name).map_or(Member::Other(name), Member::Known))
+            }
+        }
+        deserializer.deserialize_identifier(Name(std::marker::PhantomData))
+    }
+}
+
+/// The members a hand-written visitor knows by name.
+trait KnownMember: Sized {
+    fn from_name(name: &str) -> Option<Self>;
+}
+
+enum CallToolMember {
+    Name,
+    Arguments,
+    Task,
+    Meta,
+}
+
+impl KnownMember for CallToolMember {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "name" => CallToolMember::Name,
+            "arguments" => CallToolMember::Arguments,
+            "task" => CallToolMember::Task,
+            "_meta" => CallToolMember::Meta,
+            _ => return None,
+        })
+    }
+}
+
+/// Read field by field instead of through `#[serde(flatten)]`, which would buffer every
+/// argument before decoding it: this runs for every tool call a server answers.
+impl<'de> Deserialize<'de> for CallToolRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = CallToolRequestParams;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a CallToolRequestParams object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<CallToolRequestParams, A::Error> {
+                let mut name = None;
+                let mut params = CallToolRequestParams::default();
+                while let Some(member) = map.next_key::<Member<CallToolMember>>()? {
+                    match member {
+                        Member::Known(CallToolMember::Name) => name = Some(map.next_value()?),
+                        Member::Known(CallToolMember::Arguments) => {
+                            params.arguments = map.next_value()?;
+                        }
+                        Member::Known(CallToolMember::Task) => params.task = map.next_value()?,
+                        Member::Known(CallToolMember::Meta) => params.meta = map.next_value()?,
+                        Member::Other(key) => {
+                            let value = map.next_value::<Value>()?;
+                            params.extra.insert(key, value);
+                        }
+                    }
+                }
+                params.name = name.ok_or_else(|| serde::de::Error::missing_field("name"))?;
+                Ok(params)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 impl CallToolRequestParams {
@@ -235,6 +326,25 @@ pub struct CallToolResult {
     pub extra: JsonObject,
 }
 
+enum ResultMember {
+    Content,
+    StructuredContent,
+    IsError,
+    Meta,
+}
+
+impl KnownMember for ResultMember {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "content" => ResultMember::Content,
+            "structuredContent" => ResultMember::StructuredContent,
+            "isError" => ResultMember::IsError,
+            "_meta" => ResultMember::Meta,
+            _ => return None,
+        })
+    }
+}
+
 /// Read field by field instead of through `#[serde(flatten)]`, which would buffer the
 /// whole result (often the largest message of a session) before decoding it.
 impl<'de> Deserialize<'de> for CallToolResult {
@@ -251,13 +361,19 @@ impl<'de> Deserialize<'de> for CallToolResult {
             ) -> Result<CallToolResult, A::Error> {
                 let mut content = None;
                 let mut result = CallToolResult::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "content" => content = Some(map.next_value::<Vec<ContentBlock>>()?),
-                        "structuredContent" => result.structured_content = map.next_value()?,
-                        "isError" => result.is_error = map.next_value()?,
-                        "_meta" => result.meta = map.next_value()?,
-                        _ => {
+                while let Some(member) = map.next_key::<Member<ResultMember>>()? {
+                    match member {
+                        Member::Known(ResultMember::Content) => {
+                            content = Some(map.next_value::<Vec<ContentBlock>>()?);
+                        }
+                        Member::Known(ResultMember::StructuredContent) => {
+                            result.structured_content = map.next_value()?;
+                        }
+                        Member::Known(ResultMember::IsError) => {
+                            result.is_error = map.next_value()?
+                        }
+                        Member::Known(ResultMember::Meta) => result.meta = map.next_value()?,
+                        Member::Other(key) => {
                             let value = map.next_value::<Value>()?;
                             result.extra.insert(key, value);
                         }
@@ -315,6 +431,33 @@ impl CallToolResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn call_params_read_each_member_and_keep_unknown_ones() {
+        let text = r#"{"_meta":{"progressToken":3},"name":"echo","arguments":{"a":[1]},"task":{"ttl":5},"vendor":true}"#;
+        let from_text: CallToolRequestParams = serde_json::from_str(text).unwrap();
+        let value: Value = serde_json::from_str(text).unwrap();
+        let from_value: CallToolRequestParams = serde_json::from_value(value).unwrap();
+        assert_eq!(from_text, from_value);
+        assert_eq!(from_text.name, "echo");
+        assert_eq!(from_text.arguments, json!({"a": [1]}).as_object().cloned());
+        assert_eq!(from_text.task.and_then(|t| t.ttl), Some(5));
+        assert_eq!(from_text.meta.unwrap()["progressToken"], json!(3));
+        assert_eq!(from_text.extra["vendor"], json!(true));
+        let null_args: CallToolRequestParams =
+            serde_json::from_str(r#"{"name":"x","arguments":null}"#).unwrap();
+        assert_eq!(null_args.arguments, None);
+        let missing = serde_json::from_str::<CallToolRequestParams>(r#"{"arguments":{}}"#);
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("missing field `name`")
+        );
+        let wrong =
+            serde_json::from_str::<CallToolRequestParams>(r#"{"name":"x","arguments":[1]}"#);
+        assert!(wrong.is_err(), "arguments must be an object");
+    }
 
     #[test]
     fn constructors() {
