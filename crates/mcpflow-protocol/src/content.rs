@@ -4,7 +4,10 @@
 //! version's, or a vendor's) is kept whole in [`ContentBlock::Unknown`] instead of
 //! failing the message.
 
-use serde::de::{self, Deserializer};
+use std::fmt;
+
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -193,47 +196,306 @@ impl Serialize for ContentBlock {
     }
 }
 
+/// Hand-written rather than read through a `Value` first: text blocks are most of what
+/// tools return (small ones by the hundred thousand, and the largest messages of a
+/// session), so they are read field by field, the text straight into its `String` and
+/// `type`/`text` recognised without allocating a key. Any other kind, or an object
+/// without a string `type`, is collected into a map in the order received and decoded
+/// from there, as these are rare.
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Value::Object(mut map) = Value::deserialize(deserializer)? else {
-            return Err(de::Error::invalid_type(
-                de::Unexpected::Other("a non-object"),
-                &"a content block object",
-            ));
-        };
-        let kind = match map.get("type") {
-            Some(Value::String(s)) => s.clone(),
-            _ => return Ok(ContentBlock::Unknown(Value::Object(map))),
-        };
-        fn inner<T: serde::de::DeserializeOwned, E: de::Error>(
-            map: JsonObject,
-            kind: &str,
-        ) -> Result<T, E> {
-            serde_json::from_value(Value::Object(map))
-                .map_err(|e| E::custom(format_args!("invalid `{kind}` content block: {e}")))
+        // `deserialize_any`, like `Value`, so a non-object gets this type's own error.
+        deserializer.deserialize_any(BlockVisitor)
+    }
+}
+
+/// What the `type` keys of a block read so far say.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// No `type` yet.
+    Unseen,
+    /// `type: "text"`: `text` is read aside, every other field into the map.
+    Text,
+    /// Any other `type` (kept in the map): every field goes into the map.
+    Other,
+}
+
+struct BlockVisitor;
+
+impl BlockVisitor {
+    fn not_an_object<E: de::Error>() -> E {
+        E::invalid_type(
+            de::Unexpected::Other("a non-object"),
+            &"a content block object",
+        )
+    }
+}
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        let mut kind = Kind::Unseen;
+        // `text`, when it comes after `type: "text"`.
+        let mut text = None;
+        // Every other field as received, so that a block of another kind, or one read
+        // before its `type`, is the same object as before. A repeated key keeps its
+        // last value, as in a `Value`.
+        let mut fields = JsonObject::new();
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Type => match map.next_value::<Tag>()? {
+                    Tag::Text if kind != Kind::Other => kind = Kind::Text,
+                    tag => {
+                        // Another `type` after `text`: back to the map with its text.
+                        if let Some(text) = text.take() {
+                            fields.insert("text".to_owned(), text);
+                        }
+                        fields.insert("type".to_owned(), tag.into_value());
+                        kind = Kind::Other;
+                    }
+                },
+                Key::Text if kind == Kind::Text => text = Some(map.next_value::<Value>()?),
+                Key::Text => {
+                    let value = map.next_value::<Value>()?;
+                    fields.insert("text".to_owned(), value);
+                }
+                Key::Other(key) => {
+                    let value = map.next_value::<Value>()?;
+                    fields.insert(key, value);
+                }
+            }
         }
-        let known = [
-            "text",
-            "image",
-            "audio",
-            "resource_link",
-            "resource",
-            "tool_use",
-            "tool_result",
-        ];
-        if !known.contains(&kind.as_str()) {
-            return Ok(ContentBlock::Unknown(Value::Object(map)));
+        if kind == Kind::Text {
+            // A `text` read before `type` is in the map; a later one wins.
+            let early = fields.remove("text");
+            return text_from_parts(text.or(early), fields).map(ContentBlock::Text);
         }
-        map.remove("type");
-        Ok(match kind.as_str() {
-            "text" => ContentBlock::Text(text_from_map(map)?),
-            "image" => ContentBlock::Image(inner(map, &kind)?),
-            "audio" => ContentBlock::Audio(inner(map, &kind)?),
-            "resource_link" => ContentBlock::ResourceLink(inner(map, &kind)?),
-            "resource" => ContentBlock::Resource(inner(map, &kind)?),
-            "tool_use" => ContentBlock::ToolUse(inner(map, &kind)?),
-            _ => ContentBlock::ToolResult(inner(map, &kind)?),
-        })
+        block_from_map(fields)
+    }
+
+    // Whatever else `Value` accepts is a non-object, with the error it always had.
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_i128<E: de::Error>(self, _: i128) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_u128<E: de::Error>(self, _: u128) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<ContentBlock, E> {
+        Err(Self::not_an_object())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<ContentBlock, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<ContentBlock, A::Error> {
+        Err(Self::not_an_object())
+    }
+}
+
+/// A block from all its fields (`type` included): unknown blocks are kept whole, known
+/// kinds decoded from the map.
+fn block_from_map<E: de::Error>(mut map: JsonObject) -> Result<ContentBlock, E> {
+    let kind = match map.get("type") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Ok(ContentBlock::Unknown(Value::Object(map))),
+    };
+    fn inner<T: serde::de::DeserializeOwned, E: de::Error>(
+        map: JsonObject,
+        kind: &str,
+    ) -> Result<T, E> {
+        serde_json::from_value(Value::Object(map))
+            .map_err(|e| E::custom(format_args!("invalid `{kind}` content block: {e}")))
+    }
+    let known = [
+        "text",
+        "image",
+        "audio",
+        "resource_link",
+        "resource",
+        "tool_use",
+        "tool_result",
+    ];
+    if !known.contains(&kind.as_str()) {
+        return Ok(ContentBlock::Unknown(Value::Object(map)));
+    }
+    map.remove("type");
+    Ok(match kind.as_str() {
+        "text" => {
+            let text = map.remove("text");
+            ContentBlock::Text(text_from_parts(text, map)?)
+        }
+        "image" => ContentBlock::Image(inner(map, &kind)?),
+        "audio" => ContentBlock::Audio(inner(map, &kind)?),
+        "resource_link" => ContentBlock::ResourceLink(inner(map, &kind)?),
+        "resource" => ContentBlock::Resource(inner(map, &kind)?),
+        "tool_use" => ContentBlock::ToolUse(inner(map, &kind)?),
+        _ => ContentBlock::ToolResult(inner(map, &kind)?),
+    })
+}
+
+/// A key of a block. `type` and `text` are matched on the borrowed string, so they cost
+/// no allocation; any other key is owned, as it is kept in a map.
+enum Key {
+    Type,
+    Text,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "type" => Key::Type,
+                    "text" => Key::Text,
+                    _ => Key::Other(v.to_owned()),
+                })
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key, E> {
+                Ok(match v.as_str() {
+                    "type" => Key::Type,
+                    "text" => Key::Text,
+                    _ => Key::Other(v),
+                })
+            }
+        }
+
+        // As `Value` reads object keys.
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The value of a `type` key: `"text"` is recognised without allocating; anything else
+/// (another string, or not a string at all) is read as the `Value` it would have been.
+enum Tag {
+    Text,
+    Other(Value),
+}
+
+impl Tag {
+    fn into_value(self) -> Value {
+        match self {
+            Tag::Text => Value::from("text"),
+            Tag::Other(value) => value,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Tag {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TagVisitor;
+
+        impl<'de> Visitor<'de> for TagVisitor {
+            type Value = Tag;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any valid JSON value")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tag, E> {
+                Ok(match v {
+                    "text" => Tag::Text,
+                    _ => Tag::Other(Value::from(v)),
+                })
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Tag, E> {
+                Ok(match v.as_str() {
+                    "text" => Tag::Text,
+                    _ => Tag::Other(Value::String(v)),
+                })
+            }
+
+            // The rest is handed to `Value` itself, so it reads exactly as before.
+
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Tag, E> {
+                Value::deserialize(v.into_deserializer()).map(Tag::Other)
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Tag, E> {
+                Value::deserialize(v.into_deserializer()).map(Tag::Other)
+            }
+
+            fn visit_i128<E: de::Error>(self, v: i128) -> Result<Tag, E> {
+                Value::deserialize(v.into_deserializer()).map(Tag::Other)
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Tag, E> {
+                Value::deserialize(v.into_deserializer()).map(Tag::Other)
+            }
+
+            fn visit_u128<E: de::Error>(self, v: u128) -> Result<Tag, E> {
+                Value::deserialize(v.into_deserializer()).map(Tag::Other)
+            }
+
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Tag, E> {
+                Value::deserialize(v.into_deserializer()).map(Tag::Other)
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Tag, E> {
+                Ok(Tag::Other(Value::Null))
+            }
+
+            fn visit_none<E: de::Error>(self) -> Result<Tag, E> {
+                Ok(Tag::Other(Value::Null))
+            }
+
+            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Tag, D::Error> {
+                Tag::deserialize(deserializer)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Tag, A::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(seq)).map(Tag::Other)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Tag, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Tag::Other)
+            }
+        }
+
+        deserializer.deserialize_any(TagVisitor)
     }
 }
 
@@ -275,10 +537,13 @@ pub struct TextContent {
     pub extra: JsonObject,
 }
 
-/// A text block from its already-parsed fields, moving the text out rather than
-/// decoding the map a second time (text is the bulk of large results).
-fn text_from_map<E: de::Error>(mut map: JsonObject) -> Result<TextContent, E> {
-    let text = match map.remove("text") {
+/// A text block from its `text` (if any) and its other fields, moving the text out
+/// rather than decoding it again (text is the bulk of large results).
+fn text_from_parts<E: de::Error>(
+    text: Option<Value>,
+    mut map: JsonObject,
+) -> Result<TextContent, E> {
+    let text = match text {
         Some(Value::String(text)) => text,
         Some(_) => {
             return Err(E::custom(
@@ -461,6 +726,166 @@ mod tests {
         assert_eq!(serde_json::to_value(&block).expect("ser"), v);
         assert!(serde_json::from_value::<ContentBlock>(json!({"type": "text"})).is_err());
         assert!(serde_json::from_value::<ContentBlock>(json!("text")).is_err());
+    }
+
+    /// Decodes `json` through both a borrowing reader (`from_str`) and an owning one
+    /// (`from_value`), which must agree.
+    fn both(json: &str) -> Result<ContentBlock, String> {
+        let from_str = serde_json::from_str::<ContentBlock>(json).map_err(|e| e.to_string());
+        let value: Value = serde_json::from_str(json).expect("test JSON");
+        let from_value = serde_json::from_value::<ContentBlock>(value).map_err(|e| e.to_string());
+        match (&from_str, &from_value) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{json}"),
+            (Err(a), Err(b)) => assert!(a.starts_with(b.as_str()), "{a} / {b}"),
+            _ => panic!("from_str {from_str:?} but from_value {from_value:?} for {json}"),
+        }
+        from_value
+    }
+
+    #[test]
+    fn text_in_either_key_order() {
+        for json in [
+            r#"{"type":"text","text":"hi \"there\""}"#,
+            r#"{"text":"hi \"there\"","type":"text"}"#,
+        ] {
+            assert_eq!(both(json), Ok(ContentBlock::text("hi \"there\"")), "{json}");
+        }
+    }
+
+    #[test]
+    fn text_with_annotations_meta_and_unknown_keys() {
+        let expected = ContentBlock::Text(TextContent {
+            text: "hi".into(),
+            annotations: Some(Annotations {
+                priority: Some(0.5),
+                ..Default::default()
+            }),
+            meta: json!({"k": [1]}).as_object().cloned(),
+            extra: json!({"x-vendor": {"a": null}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        });
+        for json in [
+            r#"{"type":"text","text":"hi","annotations":{"priority":0.5},"_meta":{"k":[1]},"x-vendor":{"a":null}}"#,
+            r#"{"x-vendor":{"a":null},"_meta":{"k":[1]},"annotations":{"priority":0.5},"text":"hi","type":"text"}"#,
+            r#"{"annotations":{"priority":0.5},"type":"text","x-vendor":{"a":null},"text":"hi","_meta":{"k":[1]}}"#,
+        ] {
+            let block = both(json).expect("text block");
+            assert_eq!(block, expected, "{json}");
+            assert_eq!(
+                serde_json::to_value(&block).expect("ser"),
+                serde_json::from_str::<Value>(json).expect("json"),
+            );
+        }
+        // `null` annotations and `_meta` read as absent, as before.
+        assert_eq!(
+            both(r#"{"type":"text","text":"a","annotations":null,"_meta":null}"#),
+            Ok(ContentBlock::text("a"))
+        );
+    }
+
+    #[test]
+    fn other_kinds_round_trip_in_either_order() {
+        for json in [
+            r#"{"type":"image","data":"AA==","mimeType":"image/png","annotations":{"audience":["user"]}}"#,
+            r#"{"data":"AA==","mimeType":"audio/wav","_meta":{"a":1},"type":"audio"}"#,
+            r#"{"type":"resource_link","uri":"file:///a","name":"a","text":"not the text field"}"#,
+            r#"{"resource":{"uri":"x:/b","text":"t"},"type":"resource"}"#,
+            r#"{"type":"tool_use","id":"1","name":"t","input":{"q":"text"}}"#,
+            r#"{"toolUseId":"1","type":"tool_result","content":[{"text":"r","type":"text"}],"isError":true}"#,
+        ] {
+            let block = both(json).expect("known block");
+            let value: Value = serde_json::from_str(json).expect("json");
+            assert!(!matches!(block, ContentBlock::Unknown(_)), "{json}");
+            assert_eq!(block.kind(), value["type"], "{json}");
+            assert_eq!(serde_json::to_value(&block).expect("ser"), value, "{json}");
+        }
+    }
+
+    #[test]
+    fn unknown_or_missing_type_kept_whole() {
+        for json in [
+            r#"{"type":"video","url":"x","text":"caption","n":1.5}"#,
+            r#"{"text":"caption","type":"video"}"#,
+            r#"{"text":"no type","annotations":{"priority":"high"}}"#,
+            r#"{"type":7,"text":"x"}"#,
+            r#"{"text":"x","type":["text"]}"#,
+            r#"{"type":null}"#,
+            r#"{}"#,
+        ] {
+            let block = both(json).expect("kept");
+            let value: Value = serde_json::from_str(json).expect("json");
+            assert_eq!(block, ContentBlock::Unknown(value), "{json}");
+        }
+    }
+
+    #[test]
+    fn repeated_type_keeps_the_last() {
+        assert_eq!(
+            both(r#"{"type":"text","text":"a","type":"video"}"#),
+            Ok(ContentBlock::Unknown(json!({"type": "video", "text": "a"})))
+        );
+        assert_eq!(
+            both(r#"{"type":"video","text":"a","type":"text"}"#),
+            Ok(ContentBlock::text("a"))
+        );
+        assert_eq!(
+            both(r#"{"text":"a","type":"text","text":"b"}"#),
+            Ok(ContentBlock::text("b"))
+        );
+    }
+
+    #[test]
+    fn malformed_text_blocks() {
+        let cases = [
+            (
+                r#"{"type":"text","text":5}"#,
+                "invalid `text` content block: `text` must be a string",
+            ),
+            (
+                r#"{"text":null,"type":"text"}"#,
+                "invalid `text` content block: `text` must be a string",
+            ),
+            (
+                r#"{"type":"text"}"#,
+                "invalid `text` content block: missing field `text`",
+            ),
+            (
+                r#"{"type":"text","text":"a","_meta":[]}"#,
+                "invalid `text` content block: `_meta` must be an object",
+            ),
+            (
+                r#"{"type":"text","text":"a","annotations":{"priority":"high"}}"#,
+                "invalid `text` content block: invalid type: string \"high\", expected f64",
+            ),
+            (
+                r#"{"type":"image","data":"AA=="}"#,
+                "invalid `image` content block: missing field `mimeType`",
+            ),
+        ];
+        for (json, message) in cases {
+            let error = both(json).expect_err(json);
+            assert_eq!(error, message, "{json}");
+            // Nested, the error also says where.
+            let nested = format!(r#"{{"content":[{json}]}}"#);
+            let error = serde_json::from_str::<crate::CallToolResult>(&nested)
+                .expect_err(json)
+                .to_string();
+            assert!(error.starts_with(message), "{error}");
+            assert!(error.contains(" at line 1 column "), "{error}");
+        }
+    }
+
+    #[test]
+    fn non_objects_are_rejected() {
+        for json in [r#""text""#, "1", "-1", "1.5", "true", "null", r#"["text"]"#] {
+            let error = both(json).expect_err(json);
+            assert_eq!(
+                error, "invalid type: a non-object, expected a content block object",
+                "{json}"
+            );
+        }
     }
 
     #[test]
