@@ -129,3 +129,53 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<
     })
     .await
 }
+
+/// Results of several MiB (written after their response's head, and handed out by the
+/// line reader as its own buffer) arrive byte for byte over every transport, escapes
+/// and multi-byte characters included, and the connection keeps serving afterwards.
+#[tokio::test]
+async fn large_results_arrive_intact_over_every_transport() {
+    use mcpflow::protocol::{CallToolResult, Tool};
+    use mcpflow::server::Server;
+
+    let text: String = "line \"one\"\\\n€ tab\t"
+        .chars()
+        .cycle()
+        .take(3 * 1024 * 1024)
+        .collect();
+    let sent = text.clone();
+    let server = Server::builder("large", "1")
+        .tool(
+            Tool::new("large", "a large text", Tool::empty_input_schema()),
+            move |_args, _cx| {
+                let text = sent.clone();
+                async move { Ok(CallToolResult::text(text)) }
+            },
+        )
+        .tool(
+            Tool::new("small", "a small text", Tool::empty_input_schema()),
+            |_args, _cx| async { Ok(CallToolResult::text("small")) },
+        )
+        .build();
+    for kind in common::WITH_HTTP {
+        let (client, _server) = common::connect(kind, &server, Client::builder("t", "1")).await;
+        for round in 0..2 {
+            let what = format!("a large result over {kind:?}, round {round}");
+            let result = bounded(&what, client.call_tool("large", serde_json::json!({})))
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                result.content[0].as_text() == Some(text.as_str()),
+                "{what}: text differs"
+            );
+            let small = bounded(
+                "a small result after it",
+                client.call_tool("small", serde_json::json!({})),
+            )
+            .await
+            .unwrap();
+            assert_eq!(small.content[0].as_text(), Some("small"), "over {kind:?}");
+        }
+        bounded("close", client.close()).await;
+    }
+}

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
@@ -261,27 +261,49 @@ impl Drop for AdmittedGuard<'_> {
     }
 }
 
-/// A request's `params._meta`, shared between its context clones.
-type SharedMeta = Arc<serde_json::Map<String, serde_json::Value>>;
+/// A request's `params._meta` as received, decoded into a map only when a handler asks.
+#[derive(Debug)]
+struct RequestMeta {
+    raw: Box<RawValue>,
+    map: OnceLock<Option<serde_json::Map<String, serde_json::Value>>>,
+}
 
-/// The request's `params._meta` (when it is an object) and its progress token (when
-/// that is a string or an integer), read once when the request is admitted.
-fn request_meta(params: Option<&RawValue>) -> (Option<SharedMeta>, Option<Box<RawValue>>) {
+/// The request's `params._meta` (when present) and its progress token (when that is a
+/// string or an integer), read once when the request starts, without decoding the rest
+/// of the params.
+fn request_meta(params: Option<&RawValue>) -> (Option<Arc<RequestMeta>>, Option<Box<RawValue>>) {
     #[derive(Deserialize)]
-    struct Params {
-        #[serde(rename = "_meta")]
-        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    struct Params<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
     }
-    let Some(meta) = params
-        .and_then(|p| serde_json::from_str::<Params>(p.get()).ok())
+    #[derive(Deserialize)]
+    struct Meta<'a> {
+        #[serde(rename = "progressToken", borrow)]
+        token: Option<&'a RawValue>,
+    }
+    let Some(params) = params.filter(|p| p.get().contains("\"_meta\"")) else {
+        return (None, None);
+    };
+    let Some(meta) = serde_json::from_str::<Params<'_>>(params.get())
+        .ok()
         .and_then(|p| p.meta)
+        .filter(|m| m.get().starts_with('{'))
     else {
         return (None, None);
     };
-    let token = meta
-        .get("progressToken")
-        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-        .and_then(|t| serde_json::value::to_raw_value(t).ok());
+    let token = serde_json::from_str::<Meta<'_>>(meta.get())
+        .ok()
+        .and_then(|m| m.token)
+        .filter(|t| {
+            let text = t.get();
+            text.starts_with('"') || text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok()
+        })
+        .map(RawValue::to_owned);
+    let meta = RequestMeta {
+        raw: meta.to_owned(),
+        map: OnceLock::new(),
+    };
     (Some(Arc::new(meta)), token)
 }
 
@@ -292,7 +314,7 @@ fn request_meta(params: Option<&RawValue>) -> (Option<SharedMeta>, Option<Box<Ra
 pub struct RequestContext {
     id: RequestId,
     progress_token: Option<Box<RawValue>>,
-    meta: Option<SharedMeta>,
+    meta: Option<Arc<RequestMeta>>,
     cancel: CancellationToken,
     peer: Peer,
 }
@@ -320,7 +342,10 @@ impl RequestContext {
 
     /// The request's `params._meta`, as the peer sent it (vendor keys included).
     pub fn meta(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
-        self.meta.as_deref()
+        let meta = self.meta.as_deref()?;
+        meta.map
+            .get_or_init(|| serde_json::from_str(meta.raw.get()).ok())
+            .as_ref()
     }
 
     /// The progress token the peer sent, as raw JSON.

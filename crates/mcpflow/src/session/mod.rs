@@ -137,17 +137,16 @@ impl Shared {
         let Ok(params) = serde_json::value::to_raw_value(&params) else {
             return;
         };
-        let frame = Outbound {
-            bytes: serialize(&Message::notification(
+        let frame = Outbound::new(
+            serialize(&Message::notification(
                 "notifications/cancelled",
                 Some(params),
             )),
-            meta: FrameMeta {
+            FrameMeta {
                 kind: FrameKind::Notification,
                 related,
             },
-            end_stream: false,
-        };
+        );
         // The ordered queue keeps the cancellation behind its request; if it is full,
         // the control queue still gets it out.
         if let Err(mpsc::error::TrySendError::Full(frame)) = self.outbound.try_send(frame) {
@@ -158,13 +157,31 @@ impl Shared {
 
 /// A reply the reader queues on the control queue.
 pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
-    Outbound {
-        bytes: serialize(message),
-        meta: FrameMeta {
+    Outbound::new(
+        serialize(message),
+        FrameMeta {
             kind,
             related: None,
         },
-        end_stream: false,
+    )
+}
+
+/// A result at least this large is written after its response's head instead of being
+/// copied into one frame buffer with it.
+const INLINE_RESULT_BYTES: usize = 64 * 1024;
+
+/// The frame for `message`; a large response's result is not copied.
+fn into_frame(message: Message, meta: FrameMeta) -> Outbound {
+    match message {
+        Message::Response(r) if r.result.get().len() >= INLINE_RESULT_BYTES => {
+            let mut head = Vec::with_capacity(64);
+            Message::write_response_head(&r.id, &mut head);
+            Outbound {
+                result: Some(r.result),
+                ..Outbound::new(head, meta)
+            }
+        }
+        message => Outbound::new(serialize(&message), meta),
     }
 }
 
@@ -295,14 +312,13 @@ impl Peer {
             cancellable: false,
             related: self.related.clone(),
         };
-        let frame = Outbound {
-            bytes: serialize(&Message::request(RequestId::number(id), method, params)),
-            meta: FrameMeta {
+        let frame = Outbound::new(
+            serialize(&Message::request(RequestId::number(id), method, params)),
+            FrameMeta {
                 kind: FrameKind::Request,
                 related: self.related.clone(),
             },
-            end_stream: false,
-        };
+        );
         let queued = tokio::time::timeout_at(deadline.at(), self.shared.outbound.send(frame)).await;
         match queued {
             Ok(Ok(())) => {
@@ -358,14 +374,13 @@ impl Peer {
         message: Message,
         kind: FrameKind,
     ) -> Result<(), CloseReason> {
-        let frame = Outbound {
-            bytes: serialize(&message),
-            meta: FrameMeta {
+        let frame = into_frame(
+            message,
+            FrameMeta {
                 kind,
                 related: self.related.clone(),
             },
-            end_stream: false,
-        };
+        );
         self.shared
             .outbound
             .send(frame)
@@ -381,12 +396,14 @@ impl Peer {
             return;
         }
         let frame = Outbound {
-            bytes: Vec::new(),
-            meta: FrameMeta {
-                kind: FrameKind::Notification,
-                related: self.related.clone(),
-            },
             end_stream: true,
+            ..Outbound::new(
+                Vec::new(),
+                FrameMeta {
+                    kind: FrameKind::Notification,
+                    related: self.related.clone(),
+                },
+            )
         };
         let _ = self.shared.outbound.send(frame).await;
     }
@@ -498,7 +515,7 @@ fn with_meta(
 pub struct PendingRequest {
     id: i64,
     method: Box<str>,
-    events: mpsc::UnboundedReceiver<PendingEvent>,
+    events: Arc<pending::Events>,
     shared: Arc<Shared>,
     deadline: Deadline,
     on_progress: Option<ProgressCallback>,
@@ -533,14 +550,14 @@ impl PendingRequest {
             // A message that is already here wins over a timer that fired meanwhile.
             let event = tokio::select! {
                 biased;
-                event = self.events.recv() => event,
+                event = std::future::poll_fn(|cx| self.events.poll_next(cx)) => event,
                 () = tokio::time::sleep_until(deadline) => {
                     self.abandon("timed out");
                     return Some(RequestEvent::Done(Err(self.deadline.expired_error(&self.method))));
                 }
             };
             match event {
-                Some(PendingEvent::Progress(update)) => {
+                PendingEvent::Progress(update) => {
                     if self.deadline.reset_on_progress {
                         self.deadline.last_activity = Instant::now();
                     }
@@ -549,7 +566,7 @@ impl PendingRequest {
                         None => tracing::debug!("ignored malformed progress"),
                     }
                 }
-                Some(PendingEvent::Outcome(outcome)) => {
+                PendingEvent::Outcome(outcome) => {
                     self.finished = true;
                     let result = outcome.map_err(|failure| match failure {
                         Failure::Rejected(error) => SessionError::Rejected {
@@ -566,13 +583,6 @@ impl PendingRequest {
                         },
                     });
                     return Some(RequestEvent::Done(result));
-                }
-                None => {
-                    self.finished = true;
-                    return Some(RequestEvent::Done(Err(SessionError::Closed {
-                        method: self.method.clone(),
-                        reason: self.shared.close_reason(),
-                    })));
                 }
             }
         }

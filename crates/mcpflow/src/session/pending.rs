@@ -1,20 +1,20 @@
 //! Requests this side sent and is waiting on: the pending table, per-request options,
 //! and [`PendingRequest`], the caller's end.
 //!
-//! Each pending request owns an unbounded channel. The reader sends that request's
+//! Each pending request owns an unbounded event queue. The reader pushes that request's
 //! progress and then its outcome into it, in receive order, without ever waiting; the
 //! caller drains it. So progress is always delivered, in order, before the response is
 //! returned, and a slow caller never slows the reader.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use mcpflow_protocol::{ErrorObject, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::error::{CloseReason, SessionError, TransportError};
@@ -151,8 +151,63 @@ pub enum RequestEvent {
     Done(Result<Box<RawValue>, SessionError>),
 }
 
+/// One pending request's events: its progress reports in receive order, then its
+/// outcome. The reader pushes without waiting; the caller takes them.
+#[derive(Default)]
+pub(crate) struct Events {
+    state: Mutex<EventsState>,
+}
+
+#[derive(Default)]
+struct EventsState {
+    progress: VecDeque<Option<ProgressUpdate>>,
+    outcome: Option<Result<Box<RawValue>, Failure>>,
+    waker: Option<Waker>,
+}
+
+impl Events {
+    fn lock(&self) -> std::sync::MutexGuard<'_, EventsState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queue an event (the first outcome wins) and wake the caller.
+    fn push(&self, event: PendingEvent) {
+        let waker = {
+            let mut state = self.lock();
+            match event {
+                PendingEvent::Progress(update) => state.progress.push_back(update),
+                PendingEvent::Outcome(outcome) => {
+                    if state.outcome.is_none() {
+                        state.outcome = Some(outcome);
+                    }
+                }
+            }
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// The next event: progress first, in order, then the outcome. Cancel-safe.
+    pub(crate) fn poll_next(&self, cx: &mut Context<'_>) -> Poll<PendingEvent> {
+        let mut state = self.lock();
+        if let Some(update) = state.progress.pop_front() {
+            return Poll::Ready(PendingEvent::Progress(update));
+        }
+        if let Some(outcome) = state.outcome.take() {
+            return Poll::Ready(PendingEvent::Outcome(outcome));
+        }
+        match &mut state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            waker => *waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
 struct Slot {
-    events: mpsc::UnboundedSender<PendingEvent>,
+    events: Arc<Events>,
     token_alias: Option<String>,
 }
 
@@ -180,23 +235,23 @@ impl PendingTable {
         &self,
         id: i64,
         token_alias: Option<String>,
-    ) -> Result<mpsc::UnboundedReceiver<PendingEvent>, CloseReason> {
+    ) -> Result<Arc<Events>, CloseReason> {
         let mut state = self.lock();
         if let Some(reason) = &state.closed {
             return Err(reason.clone());
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let events = Arc::new(Events::default());
         if let Some(alias) = &token_alias {
             state.aliases.insert(alias.clone(), id);
         }
         state.slots.insert(
             id,
             Slot {
-                events: tx,
+                events: events.clone(),
                 token_alias,
             },
         );
-        Ok(rx)
+        Ok(events)
     }
 
     pub(crate) fn remove(&self, id: i64) {
@@ -221,7 +276,7 @@ impl PendingTable {
             state.aliases.remove(alias);
         }
         drop(state);
-        let _ = slot.events.send(PendingEvent::Outcome(outcome));
+        slot.events.push(PendingEvent::Outcome(outcome));
         true
     }
 
@@ -239,7 +294,7 @@ impl PendingTable {
         };
         match id.and_then(|id| state.slots.get(&id)) {
             Some(slot) => {
-                let _ = slot.events.send(PendingEvent::Progress(update));
+                slot.events.push(PendingEvent::Progress(update));
                 true
             }
             None => false,
@@ -257,9 +312,8 @@ impl PendingTable {
             std::mem::take(&mut state.slots)
         };
         for (_, slot) in slots {
-            let _ = slot
-                .events
-                .send(PendingEvent::Outcome(Err(Failure::Closed(reason.clone()))));
+            slot.events
+                .push(PendingEvent::Outcome(Err(Failure::Closed(reason.clone()))));
         }
     }
 

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -23,9 +24,23 @@ const MAX_BATCH: usize = 256;
 #[derive(Debug)]
 pub(crate) struct Outbound {
     pub(crate) bytes: Vec<u8>,
+    /// A large result that follows `bytes` (a response's head) and is closed by `}`:
+    /// written in place, never copied into `bytes`.
+    pub(crate) result: Option<Box<RawValue>>,
     pub(crate) meta: FrameMeta,
     /// Not a message: end the stream of the request in `meta.related`.
     pub(crate) end_stream: bool,
+}
+
+impl Outbound {
+    pub(crate) fn new(bytes: Vec<u8>, meta: FrameMeta) -> Outbound {
+        Outbound {
+            bytes,
+            result: None,
+            meta,
+            end_stream: false,
+        }
+    }
 }
 
 async fn write_one<W: FrameWriter>(
@@ -39,7 +54,13 @@ async fn write_one<W: FrameWriter>(
         }
         return Ok(());
     }
-    writer.write_frame(&frame.bytes, &frame.meta).await
+    match &frame.result {
+        Some(result) => {
+            let parts = [&frame.bytes[..], result.get().as_bytes(), b"}"];
+            writer.write_frame_parts(&parts, &frame.meta).await
+        }
+        None => writer.write_frame(&frame.bytes, &frame.meta).await,
+    }
 }
 
 pub(crate) async fn run_writer<W: FrameWriter>(

@@ -363,6 +363,17 @@ impl FrameWriter for ChildWriter {
         }
     }
 
+    async fn write_frame_parts(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &FrameMeta,
+    ) -> Result<(), TransportError> {
+        match self.stdin()?.write_frame_parts(parts, meta).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.shared.exit_error().await),
+        }
+    }
+
     async fn flush(&mut self) -> Result<(), TransportError> {
         match self.stdin()?.flush().await {
             Ok(()) => Ok(()),

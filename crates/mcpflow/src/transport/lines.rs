@@ -12,6 +12,8 @@ use crate::error::TransportError;
 
 const READ_CHUNK: usize = 64 * 1024;
 const PREFIX_KEPT: usize = 256;
+/// A line at least this long is handed out as the read buffer itself, not copied.
+const HANDOFF_BYTES: usize = 1024 * 1024;
 /// Largest read buffer kept between messages.
 const RETAINED_CAPACITY: usize = 16 * 1024 * 1024;
 
@@ -97,6 +99,10 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                             limit: self.max_frame_bytes,
                         });
                     }
+                    let len = line.len();
+                    if line_start == 0 && len >= HANDOFF_BYTES {
+                        return Some(InboundFrame::Message(self.hand_off(len, end)));
+                    }
                     return Some(InboundFrame::Message(line.to_vec()));
                 }
                 None => {
@@ -118,6 +124,20 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                 }
             }
         }
+    }
+
+    /// Give the buffer itself away as the frame `buf[..len]` (a large line at its
+    /// start) instead of copying it out; what follows the newline at `newline` moves to
+    /// a fresh buffer.
+    fn hand_off(&mut self, len: usize, newline: usize) -> Vec<u8> {
+        let rest = &self.buf[newline + 1..];
+        let mut next = Vec::with_capacity(READ_CHUNK.max(rest.len()));
+        next.extend_from_slice(rest);
+        let mut frame = std::mem::replace(&mut self.buf, next);
+        frame.truncate(len);
+        self.start = 0;
+        self.scanned = 0;
+        frame
     }
 
     fn finish(&mut self) -> Option<InboundFrame> {
@@ -188,6 +208,21 @@ mod tests {
         let mut input = vec![b'x'; 200_000];
         input.extend_from_slice(b"\nok\n");
         assert_eq!(frames(&input, 1000).await, ["<oversized 200000>", "ok"]);
+    }
+
+    #[tokio::test]
+    async fn hands_out_large_lines_and_keeps_what_follows() {
+        let mut input = vec![b'z'; 3 * HANDOFF_BYTES];
+        input.extend_from_slice(b"\r\nnext\n");
+        input.extend_from_slice(&vec![b'w'; HANDOFF_BYTES]);
+        input.extend_from_slice(b"\nlast");
+        let lines = frames(&input, 8 * HANDOFF_BYTES).await;
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0].len(), 3 * HANDOFF_BYTES);
+        assert!(lines[0].bytes().all(|b| b == b'z'));
+        assert_eq!(lines[1], "next");
+        assert_eq!(lines[2].len(), HANDOFF_BYTES);
+        assert_eq!(lines[3], "last");
     }
 
     #[tokio::test]

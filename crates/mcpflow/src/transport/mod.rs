@@ -103,6 +103,19 @@ pub trait FrameWriter: Send + 'static {
         meta: &FrameMeta,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// Queue one frame given in pieces whose concatenation is the frame. The session
+    /// writes a large response this way, so its result is never copied into a frame
+    /// buffer first. The default joins the pieces and calls
+    /// [`write_frame`](Self::write_frame).
+    fn write_frame_parts(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &FrameMeta,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        let frame = parts.concat();
+        async move { self.write_frame(&frame, meta).await }
+    }
+
     /// End the stream carrying the answer to the peer's request `request` now, when the
     /// peer can resume it later (streamable HTTP with an event store: the client
     /// reconnects with `Last-Event-ID` and receives the rest). Frames queued before were

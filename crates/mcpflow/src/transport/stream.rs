@@ -96,6 +96,20 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
             .map_err(|e| TransportError::io("writing to the peer", e))
     }
 
+    async fn write_frame_parts(
+        &mut self,
+        parts: &[&[u8]],
+        _meta: &FrameMeta,
+    ) -> Result<(), TransportError> {
+        for part in parts.iter().chain([&&b"\n"[..]]) {
+            self.inner
+                .write_all(part)
+                .await
+                .map_err(|e| TransportError::io("writing to the peer", e))?;
+        }
+        Ok(())
+    }
+
     async fn flush(&mut self) -> Result<(), TransportError> {
         self.inner
             .flush()
