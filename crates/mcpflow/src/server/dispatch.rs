@@ -12,10 +12,10 @@ use mcpflow_protocol::resources::{
     SubscribeRequestParams,
 };
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, EmptyResult,
-    ErrorCode, ErrorObject, GetPromptRequestParams, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    SetLevelRequestParams, Tool,
+    CallToolResult, CompleteRequestParams, CompleteResult, EmptyResult, ErrorCode, ErrorObject,
+    GetPromptRequestParams, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, SetLevelRequestParams,
+    Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -90,6 +90,17 @@ fn page<T: Clone>(
     Ok((items[start..end].to_vec(), next))
 }
 
+/// What answering `tools/call` reads of its params
+/// ([`CallToolRequestParams`](mcpflow_protocol::CallToolRequestParams) minus
+/// `_meta`, which the engine has read, and members this server does not act on), so each
+/// call decodes only its name and arguments.
+#[derive(serde::Deserialize)]
+struct ToolCallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<mcpflow_protocol::JsonObject>,
+}
+
 impl Service for ServerService {
     fn handle_request(
         &self,
@@ -102,18 +113,7 @@ impl Service for ServerService {
             let raw = request.params.as_deref();
             let cx = ServerContext::new(cx, connection.clone(), server.clone());
             let size = server.inner.page_size;
-            let caps = server.capabilities();
-            let undeclared = match request.method.as_str() {
-                method::TOOLS_LIST | method::TOOLS_CALL => caps.tools.is_none(),
-                method::RESOURCES_LIST
-                | method::RESOURCES_TEMPLATES_LIST
-                | method::RESOURCES_READ
-                | method::RESOURCES_SUBSCRIBE
-                | method::RESOURCES_UNSUBSCRIBE => caps.resources.is_none(),
-                method::PROMPTS_LIST | method::PROMPTS_GET => caps.prompts.is_none(),
-                _ => false,
-            };
-            if undeclared {
+            if server.lacks_capability_for(&request.method) {
                 return Err(ErrorObject::new(
                     ErrorCode::METHOD_NOT_FOUND,
                     format!(
@@ -157,16 +157,10 @@ impl Service for ServerService {
                     result(&list)
                 }
                 method::TOOLS_CALL => {
-                    let p: CallToolRequestParams = required_params(raw)?;
-                    let entry = server
-                        .registry()
-                        .tools
-                        .iter()
-                        .find(|t| t.tool.name == p.name)
-                        .cloned()
-                        .ok_or_else(|| {
-                            ErrorObject::invalid_params(format!("unknown tool: {}", p.name))
-                        })?;
+                    let p: ToolCallParams = required_params(raw)?;
+                    let entry = server.registry().tool_call(&p.name).ok_or_else(|| {
+                        ErrorObject::invalid_params(format!("unknown tool: {}", p.name))
+                    })?;
                     // Validate the arguments as they are, then hand the same map over.
                     let arguments = serde_json::Value::Object(p.arguments.unwrap_or_default());
                     let violations = entry.violations(&arguments);
@@ -284,7 +278,7 @@ impl Service for ServerService {
                     result(&(entry.handler)(args, cx).await?)
                 }
                 method::COMPLETION_COMPLETE => {
-                    if caps.completions.is_none() {
+                    if server.capabilities().completions.is_none() {
                         return Err(ErrorObject::method_not_found(&request.method));
                     }
                     let p: CompleteRequestParams = required_params(raw)?;

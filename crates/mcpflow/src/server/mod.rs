@@ -352,6 +352,25 @@ impl Server {
         caps
     }
 
+    /// Whether `method` belongs to a capability this server does not declare (tools,
+    /// resources or prompts with nothing registered), as [`Server::capabilities`] says.
+    pub(crate) fn lacks_capability_for(&self, method: &str) -> bool {
+        use mcpflow_protocol::methods::method;
+        let registry = self.registry();
+        match method {
+            method::TOOLS_LIST | method::TOOLS_CALL => registry.tools.is_empty(),
+            method::RESOURCES_LIST
+            | method::RESOURCES_TEMPLATES_LIST
+            | method::RESOURCES_READ
+            | method::RESOURCES_SUBSCRIBE
+            | method::RESOURCES_UNSUBSCRIBE => {
+                registry.resources.is_empty() && registry.templates.is_empty()
+            }
+            method::PROMPTS_LIST | method::PROMPTS_GET => registry.prompts.is_empty(),
+            _ => false,
+        }
+    }
+
     /// Who the server says it is.
     pub fn info(&self) -> &Implementation {
         &self.inner.info

@@ -75,6 +75,36 @@ pub type CompletionHandler = Arc<
         + Sync,
 >;
 
+/// What answering one call of a tool needs, cheap to clone out of the registry.
+pub(crate) struct ToolCall {
+    pub(crate) handler: ToolHandler,
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ToolCall {
+    /// Check arguments against the input schema: each violation as `(path, reason)`.
+    pub(crate) fn violations(&self, arguments: &serde_json::Value) -> Vec<(String, String)> {
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        validator
+            .iter_errors(arguments)
+            .take(10)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                (
+                    if path.is_empty() {
+                        "/".to_owned()
+                    } else {
+                        path
+                    },
+                    e.to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
@@ -99,28 +129,6 @@ impl ToolEntry {
             handler,
             validator,
         }
-    }
-
-    /// Check arguments against the input schema: each violation as `(path, reason)`.
-    pub(crate) fn violations(&self, arguments: &serde_json::Value) -> Vec<(String, String)> {
-        let Some(validator) = &self.validator else {
-            return Vec::new();
-        };
-        validator
-            .iter_errors(arguments)
-            .take(10)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                (
-                    if path.is_empty() {
-                        "/".to_owned()
-                    } else {
-                        path
-                    },
-                    e.to_string(),
-                )
-            })
-            .collect()
     }
 }
 
@@ -181,6 +189,17 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// The handler and validator of the tool named `name`.
+    pub(crate) fn tool_call(&self, name: &str) -> Option<ToolCall> {
+        self.tools
+            .iter()
+            .find(|t| t.tool.name == name)
+            .map(|t| ToolCall {
+                handler: t.handler.clone(),
+                validator: t.validator.clone(),
+            })
+    }
+
     pub(crate) fn upsert_tool(&mut self, entry: ToolEntry) {
         match self
             .tools
