@@ -357,6 +357,26 @@ impl Message {
         out.extend_from_slice(br#","result":"#);
     }
 
+    /// Append a notification as compact JSON, serializing `params` straight into `out`
+    /// (no intermediate raw value), as [`write_json`](Self::write_json) would write it.
+    ///
+    /// # Errors
+    /// When `params` does not serialize; `out` then holds a partial message.
+    pub fn write_notification<P: Serialize + ?Sized>(
+        method: &str,
+        params: Option<&P>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        write_json_string(out, method);
+        if let Some(params) = params {
+            out.extend_from_slice(br#","params":"#);
+            serde_json::to_writer(&mut *out, params)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
     /// Append this message as compact JSON (no trailing newline) to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
@@ -674,6 +694,19 @@ mod tests {
 
     fn single(frame: &str) -> Result<Message, DecodeError> {
         decode_message(frame.as_bytes())
+    }
+
+    #[test]
+    fn notifications_written_directly_match_write_json() {
+        let params = serde_json::json!({"progressToken": "a\"b", "progress": 1.5});
+        let mut direct = Vec::new();
+        Message::write_notification("notifications/progress", Some(&params), &mut direct).unwrap();
+        let raw = to_raw(&params).unwrap();
+        let message = Message::notification("notifications/progress", Some(raw));
+        assert_eq!(String::from_utf8(direct).unwrap(), message.to_json_string());
+        let mut bare = Vec::new();
+        Message::write_notification::<()>("n", None, &mut bare).unwrap();
+        assert_eq!(bare, br#"{"jsonrpc":"2.0","method":"n"}"#);
     }
 
     #[test]

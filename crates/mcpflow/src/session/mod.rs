@@ -29,6 +29,7 @@
 #![doc = include_str!("../../../../docs/concurrency.md")]
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -351,22 +352,30 @@ impl Peer {
         method: &str,
         params: Option<&P>,
     ) -> Result<(), SessionError> {
-        let params = params
-            .map(serde_json::value::to_raw_value)
-            .transpose()
-            .map_err(|e| SessionError::Codec {
+        // Serialized straight into the frame: notifications (progress above all) are
+        // the most frequent message a handler sends.
+        let mut bytes = Vec::with_capacity(128);
+        Message::write_notification(method, params, &mut bytes).map_err(|e| {
+            SessionError::Codec {
                 method: method.into(),
                 detail: format!("params do not serialize: {e}"),
-            })?;
-        self.send_message(
-            Message::notification(method, params),
-            FrameKind::Notification,
-        )
-        .await
-        .map_err(|reason| SessionError::Closed {
-            method: method.into(),
-            reason,
-        })
+            }
+        })?;
+        let frame = Outbound::new(
+            bytes,
+            FrameMeta {
+                kind: FrameKind::Notification,
+                related: self.related.clone(),
+            },
+        );
+        self.shared
+            .outbound
+            .send(frame)
+            .await
+            .map_err(|_| SessionError::Closed {
+                method: method.into(),
+                reason: self.shared.close_reason(),
+            })
     }
 
     pub(crate) async fn send_message(
@@ -472,7 +481,10 @@ fn with_meta(
         {
             let rest = rest.trim_start();
             let separator = if rest.starts_with('}') { "" } else { "," };
-            let spliced = format!("{{\"_meta\":{{\"progressToken\":{id}}}{separator}{rest}");
+            let mut spliced = String::with_capacity(40 + rest.len());
+            let _ = write!(spliced, r#"{{"_meta":{{"progressToken":{id}}}"#);
+            spliced.push_str(separator);
+            spliced.push_str(rest);
             if let Ok(raw) = RawValue::from_string(spliced) {
                 return Ok((Some(raw), None));
             }

@@ -170,8 +170,9 @@ impl Events {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queue an event (the first outcome wins) and wake the caller.
-    fn push(&self, event: PendingEvent) {
+    /// Queue an event (the first outcome wins) and wake the caller, now or, with
+    /// `deferred`, when the reader wakes them together.
+    fn push(&self, event: PendingEvent, deferred: Option<&mut DeferredWakes>) {
         let waker = {
             let mut state = self.lock();
             match event {
@@ -184,8 +185,10 @@ impl Events {
             }
             state.waker.take()
         };
-        if let Some(waker) = waker {
-            waker.wake();
+        match (waker, deferred) {
+            (Some(waker), Some(deferred)) => deferred.0.push(waker),
+            (Some(waker), None) => waker.wake(),
+            (None, _) => {}
         }
     }
 
@@ -203,6 +206,32 @@ impl Events {
             waker => *waker = Some(cx.waker().clone()),
         }
         Poll::Pending
+    }
+}
+
+/// Callers with new events, woken together once the reader has handled every frame it
+/// had buffered (or a bounded number of them), instead of one wake-up per progress
+/// report. Dropping it wakes whoever is left, so no exit path loses a wake-up.
+#[derive(Default)]
+pub(crate) struct DeferredWakes(Vec<Waker>);
+
+impl DeferredWakes {
+    /// How many callers wait to be woken.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Wake them all now.
+    pub(crate) fn wake_all(&mut self) {
+        for waker in self.0.drain(..) {
+            waker.wake();
+        }
+    }
+}
+
+impl Drop for DeferredWakes {
+    fn drop(&mut self) {
+        self.wake_all();
     }
 }
 
@@ -264,7 +293,12 @@ impl PendingTable {
     }
 
     /// Deliver an outcome. Returns false for an unknown (or late) id.
-    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<Box<RawValue>, Failure>) -> bool {
+    pub(crate) fn complete(
+        &self,
+        id: &RequestId,
+        outcome: Result<Box<RawValue>, Failure>,
+        wakes: &mut DeferredWakes,
+    ) -> bool {
         let Some(n) = id.correlation_number() else {
             return false;
         };
@@ -276,13 +310,19 @@ impl PendingTable {
             state.aliases.remove(alias);
         }
         drop(state);
-        slot.events.push(PendingEvent::Outcome(outcome));
+        slot.events
+            .push(PendingEvent::Outcome(outcome), Some(wakes));
         true
     }
 
     /// Route a progress notification by its token (raw JSON text). Returns false when
     /// no pending request has that token.
-    pub(crate) fn progress(&self, token: &str, update: Option<ProgressUpdate>) -> bool {
+    pub(crate) fn progress(
+        &self,
+        token: &str,
+        update: Option<ProgressUpdate>,
+        wakes: &mut DeferredWakes,
+    ) -> bool {
         let state = self.lock();
         let id = match state.aliases.get(token) {
             Some(id) => Some(*id),
@@ -294,7 +334,8 @@ impl PendingTable {
         };
         match id.and_then(|id| state.slots.get(&id)) {
             Some(slot) => {
-                slot.events.push(PendingEvent::Progress(update));
+                slot.events
+                    .push(PendingEvent::Progress(update), Some(wakes));
                 true
             }
             None => false,
@@ -312,8 +353,10 @@ impl PendingTable {
             std::mem::take(&mut state.slots)
         };
         for (_, slot) in slots {
-            slot.events
-                .push(PendingEvent::Outcome(Err(Failure::Closed(reason.clone()))));
+            slot.events.push(
+                PendingEvent::Outcome(Err(Failure::Closed(reason.clone()))),
+                None,
+            );
         }
     }
 

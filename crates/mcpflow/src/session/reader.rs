@@ -9,8 +9,10 @@
 //! peer is sending faster than it reads our replies, and the reader waits for the
 //! writer before reading more: back-pressure on the flooding peer, with nothing lost.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
 
 use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, Notification, decode};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
@@ -18,10 +20,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::inbound::Refusal;
-use super::pending::{Failure, ProgressUpdate};
+use super::pending::{DeferredWakes, Failure, ProgressUpdate};
 use super::{Peer, Service, Shared};
 use crate::error::CloseReason;
+use crate::error::TransportError;
 use crate::transport::{FrameKind, FrameReader, InboundFrame};
+
+/// Frames handled before deferred wake-ups go out even if more input is buffered.
+const WAKE_EVERY_FRAMES: usize = 64;
 
 pub(crate) async fn run_reader<R: FrameReader>(
     mut reader: R,
@@ -33,19 +39,39 @@ pub(crate) async fn run_reader<R: FrameReader>(
         shared: shared.clone(),
         service,
         peer,
+        wakes: DeferredWakes::default(),
     };
     let mut replies = Vec::new();
+    let mut since_wake = 0;
     let reason = 'read: loop {
         // Stop first so a close is never delayed by a flood of input.
-        let frame = tokio::select! {
-            biased;
-            () = shared.reader_stop.cancelled() => break CloseReason::ClosedLocally,
-            frame = reader.read_frame() => frame,
+        if shared.reader_stop.is_cancelled() {
+            break CloseReason::ClosedLocally;
+        }
+        // Take what is already buffered without waiting; wake the callers that got
+        // events before waiting for more, so a burst of progress costs a wake-up per
+        // burst, not one per report.
+        let frame = match buffered_frame(&mut reader) {
+            Some(frame) => frame,
+            None => {
+                router.wakes.wake_all();
+                since_wake = 0;
+                tokio::select! {
+                    biased;
+                    () = shared.reader_stop.cancelled() => break CloseReason::ClosedLocally,
+                    frame = reader.read_frame() => frame,
+                }
+            }
         };
         match frame {
             Ok(Some(frame)) => router.dispatch(frame, &mut replies),
             Ok(None) => break CloseReason::PeerClosed,
             Err(e) => break CloseReason::Transport(e),
+        }
+        since_wake += 1;
+        if since_wake >= WAKE_EVERY_FRAMES || (!replies.is_empty() && router.wakes.len() > 0) {
+            router.wakes.wake_all();
+            since_wake = 0;
         }
         for reply in replies.drain(..) {
             tokio::select! {
@@ -57,14 +83,29 @@ pub(crate) async fn run_reader<R: FrameReader>(
             }
         }
     };
+    router.wakes.wake_all();
     tracing::debug!(%reason, "reader stopped");
     shared.shutdown(reason);
+}
+
+/// The next frame if the transport has one ready, without waiting. `read_frame` is
+/// cancel-safe, so a poll that is not ready loses nothing.
+fn buffered_frame<R: FrameReader>(
+    reader: &mut R,
+) -> Option<Result<Option<InboundFrame>, TransportError>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    let read = std::pin::pin!(reader.read_frame());
+    match read.poll(&mut cx) {
+        Poll::Ready(frame) => Some(frame),
+        Poll::Pending => None,
+    }
 }
 
 struct Router {
     shared: Arc<Shared>,
     service: Arc<dyn Service>,
     peer: Peer,
+    wakes: DeferredWakes,
 }
 
 type Replies = Vec<super::writer::Outbound>;
@@ -96,11 +137,11 @@ impl Router {
                 }
             },
             InboundFrame::RequestFailed { id, error } => {
-                if !self
-                    .shared
-                    .pending
-                    .complete(&id, Err(Failure::Transport(error)))
-                {
+                if !self.shared.pending.complete(
+                    &id,
+                    Err(Failure::Transport(error)),
+                    &mut self.wakes,
+                ) {
                     tracing::debug!(%id, "ignored a transport failure of an unknown or finished request");
                 }
             }
@@ -126,17 +167,21 @@ impl Router {
     fn route(&mut self, message: Message, replies: &mut Replies) {
         match message {
             Message::Response(r) => {
-                if !self.shared.pending.complete(&r.id, Ok(r.result)) {
+                if !self
+                    .shared
+                    .pending
+                    .complete(&r.id, Ok(r.result), &mut self.wakes)
+                {
                     tracing::debug!(id = %r.id, "ignored a response to an unknown or finished request");
                 }
             }
             Message::Error(e) => match e.id {
                 Some(id) => {
-                    if !self
-                        .shared
-                        .pending
-                        .complete(&id, Err(Failure::Rejected(e.error)))
-                    {
+                    if !self.shared.pending.complete(
+                        &id,
+                        Err(Failure::Rejected(e.error)),
+                        &mut self.wakes,
+                    ) {
                         tracing::debug!(%id, "ignored an error response to an unknown or finished request");
                     }
                 }
@@ -173,7 +218,7 @@ impl Router {
                 if let Some(params) = n.params.as_deref()
                     && let Some((token, update)) = read_progress(params)
                 {
-                    if self.shared.pending.progress(&token, update) {
+                    if self.shared.pending.progress(token, update, &mut self.wakes) {
                         return;
                     }
                     if token
@@ -235,7 +280,7 @@ impl Router {
 /// Read a progress notification once: the JSON text of its `progressToken` (when that is
 /// a string or an integer) and the update itself (`None` when the rest is malformed; the
 /// request still counts it as activity, and the update is dropped with a log).
-fn read_progress(params: &RawValue) -> Option<(String, Option<ProgressUpdate>)> {
+fn read_progress(params: &RawValue) -> Option<(&str, Option<ProgressUpdate>)> {
     #[derive(Deserialize)]
     struct Fields<'a> {
         #[serde(rename = "progressToken", borrow)]
@@ -265,7 +310,7 @@ fn read_progress(params: &RawValue) -> Option<(String, Option<ProgressUpdate>)> 
             message: field::<Option<String>>(fields.message)?.flatten(),
         })
     })();
-    Some((text.to_owned(), update))
+    Some((text, update))
 }
 
 /// The id of a request from the first bytes of a frame too large to parse, when it
