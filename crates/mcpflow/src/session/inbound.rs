@@ -6,11 +6,13 @@
 //! Each admitted request is a task in the session's `JoinSet`, with a child of the
 //! session's cancellation token that `notifications/cancelled`, close or drop trips.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mcpflow_protocol::jsonrpc::Request;
+use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -104,17 +106,38 @@ impl Inbound {
         service: Arc<dyn Service>,
         peer: Peer,
     ) {
+        // The slow paths (waiting for a slot, the cancellation grace, a full writer
+        // queue) are boxed, so this task stays small enough for the allocator's fast
+        // path: it is spawned once per request.
         let _admitted = AdmittedGuard(&self.admitted);
         let id = request.id.clone();
-        let permit = tokio::select! {
-            biased;
-            () = token.cancelled() => {
-                self.running().remove(&id);
-                return;
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let slots = self.slots.clone();
+                let queued = Box::pin(async {
+                    tokio::select! {
+                        biased;
+                        () = token.cancelled() => None,
+                        permit = slots.acquire_owned() => permit.ok(),
+                    }
+                });
+                match queued.await {
+                    Some(permit) => permit,
+                    None => {
+                        self.running().remove(&id);
+                        return;
+                    }
+                }
             }
-            permit = self.slots.clone().acquire_owned() => permit,
         };
-        let method = request.method.clone();
+        let method: Cow<'static, str> = method::REQUESTS
+            .iter()
+            .find(|known| **known == request.method)
+            .map_or_else(
+                || Cow::Owned(request.method.clone()),
+                |known| Cow::Borrowed(*known),
+            );
         let (meta, progress_token) = request_meta(request.params.as_deref());
         let cx = RequestContext {
             id: id.clone(),
@@ -137,7 +160,7 @@ impl Inbound {
         if handled.is_none() {
             // Cancelled: the handler sees its token tripped and gets the grace to wind
             // down (release resources, log); then it is dropped. No answer is sent.
-            let _ = tokio::time::timeout(self.cancel_grace, handler).await;
+            let _ = Box::pin(tokio::time::timeout(self.cancel_grace, handler)).await;
         }
         // Free the id before answering: the peer may reuse it as soon as it reads the answer.
         self.running().remove(&id);
@@ -157,9 +180,7 @@ impl Inbound {
                 )
             }
         };
-        let _ = peer
-            .send_message(reply, FrameKind::Response(Some(id)))
-            .await;
+        let _ = peer.send_reply(reply, FrameKind::Response(Some(id))).await;
     }
 
     /// `notifications/cancelled` from the peer: trip that request's token.

@@ -378,7 +378,9 @@ impl Peer {
             })
     }
 
-    pub(crate) async fn send_message(
+    /// Send a handler's reply: queued at once when the writer queue has room, else
+    /// waiting for room in a boxed future (which keeps request tasks small).
+    pub(crate) async fn send_reply(
         &self,
         message: Message,
         kind: FrameKind,
@@ -390,11 +392,15 @@ impl Peer {
                 related: self.related.clone(),
             },
         );
-        self.shared
-            .outbound
-            .send(frame)
-            .await
-            .map_err(|_| self.shared.close_reason())
+        match self.shared.outbound.try_send(frame) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(self.shared.close_reason()),
+            Err(mpsc::error::TrySendError::Full(frame)) => {
+                Box::pin(self.shared.outbound.send(frame))
+                    .await
+                    .map_err(|_| self.shared.close_reason())
+            }
+        }
     }
 
     /// Ask the transport to end the stream carrying the answer to the request this peer
