@@ -28,6 +28,7 @@
 //!
 #![doc = include_str!("../../../../docs/concurrency.md")]
 
+use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 use std::future::Future;
@@ -242,11 +243,12 @@ impl Peer {
         P: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let params = serde_json::value::to_raw_value(params).map_err(|e| SessionError::Codec {
-            method: method.into(),
-            detail: format!("params do not serialize: {e}"),
-        })?;
-        let raw = self.request_raw(method, Some(params), options).await?;
+        let pending = self
+            .start_request(method, options, |id, options| {
+                request_frame(method, params, options, id)
+            })
+            .await?;
+        let raw = pending.response().await?;
         serde_json::from_str(raw.get()).map_err(|e| SessionError::Codec {
             method: method.into(),
             detail: format!("unexpected result shape: {e}"),
@@ -282,6 +284,22 @@ impl Peer {
         params: Option<Box<RawValue>>,
         options: RequestOptions,
     ) -> Result<PendingRequest, SessionError> {
+        self.start_request(method, options, |id, options| {
+            let (params, alias) = with_meta(method, params, options, id)?;
+            let message = Message::request(RequestId::number(id), method, params);
+            Ok((serialize(&message), alias))
+        })
+        .await
+    }
+
+    /// Register a request, build its frame with `frame` (given the id; it returns the
+    /// bytes and the caller's own progress token, if any) and queue it.
+    async fn start_request(
+        &self,
+        method: &str,
+        options: RequestOptions,
+        frame: impl FnOnce(i64, &RequestOptions) -> Result<(Vec<u8>, Option<String>), SessionError>,
+    ) -> Result<PendingRequest, SessionError> {
         let config = &self.shared.config;
         let now = Instant::now();
         let deadline = Deadline {
@@ -292,7 +310,7 @@ impl Peer {
             reset_on_progress: options.reset_on_progress.unwrap_or(true),
         };
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let (params, alias) = with_meta(method, params, &options, id)?;
+        let (bytes, alias) = frame(id, &options)?;
         let events =
             self.shared
                 .pending
@@ -303,7 +321,7 @@ impl Peer {
                 })?;
         let mut pending = PendingRequest {
             id,
-            method: method.into(),
+            method: method_name(method),
             events,
             shared: self.shared.clone(),
             deadline,
@@ -314,19 +332,29 @@ impl Peer {
             related: self.related.clone(),
         };
         let frame = Outbound::new(
-            serialize(&Message::request(RequestId::number(id), method, params)),
+            bytes,
             FrameMeta {
                 kind: FrameKind::Request,
                 related: self.related.clone(),
             },
         );
-        let queued = tokio::time::timeout_at(deadline.at(), self.shared.outbound.send(frame)).await;
+        // Queued at once when there is room; else wait, bounded by the request's clock.
+        let queued = match self.shared.outbound.try_send(frame) {
+            Ok(()) => Ok(Ok(())),
+            Err(mpsc::error::TrySendError::Closed(_)) => Ok(Err(())),
+            Err(mpsc::error::TrySendError::Full(frame)) => Box::pin(tokio::time::timeout_at(
+                deadline.at(),
+                self.shared.outbound.send(frame),
+            ))
+            .await
+            .map(|sent| sent.map_err(drop)),
+        };
         match queued {
             Ok(Ok(())) => {
                 pending.cancellable = !options.never_cancel;
                 Ok(pending)
             }
-            Ok(Err(_)) => {
+            Ok(Err(())) => {
                 pending.finished = true;
                 self.shared.pending.remove(id);
                 Err(SessionError::Closed {
@@ -468,6 +496,68 @@ impl Peer {
     }
 }
 
+/// A method name to keep with a request: a static string for every method the protocol
+/// defines, a copy otherwise.
+pub(crate) fn method_name(method: &str) -> Cow<'static, str> {
+    use mcpflow_protocol::methods::method::{NOTIFICATIONS, REQUESTS};
+    REQUESTS
+        .iter()
+        .chain(NOTIFICATIONS)
+        .find(|known| **known == method)
+        .map_or_else(
+            || Cow::Owned(method.to_owned()),
+            |known| Cow::Borrowed(*known),
+        )
+}
+
+/// A request's frame with `params` serialized straight into it, the progress token
+/// (when asked for, and the params have no `_meta` of their own) written as their first
+/// member. Other `_meta` cases go through [`with_meta`].
+fn request_frame<P: Serialize + ?Sized>(
+    method: &str,
+    params: &P,
+    options: &RequestOptions,
+    id: i64,
+) -> Result<(Vec<u8>, Option<String>), SessionError> {
+    let codec = |e: serde_json::Error| SessionError::Codec {
+        method: method.into(),
+        detail: format!("params do not serialize: {e}"),
+    };
+    let mut bytes = Vec::with_capacity(160);
+    let message = Message::request(RequestId::number(id), method, None);
+    message.write_json(&mut bytes);
+    bytes.pop(); // the closing `}`
+    bytes.extend_from_slice(br#","params":"#);
+    let start = bytes.len();
+    serde_json::to_writer(&mut bytes, params).map_err(codec)?;
+    let simple = options.meta.is_none()
+        && bytes.get(start) == Some(&b'{')
+        && memchr::memmem::find(&bytes[start..], b"\"_meta\"").is_none();
+    if !options.want_progress || !simple {
+        if !options.want_progress && options.meta.is_none() {
+            bytes.push(b'}');
+            return Ok((bytes, None));
+        }
+        // The rare cases: merge into an existing `_meta`, or add the options' entries.
+        let text = std::str::from_utf8(&bytes[start..]).map_err(|e| SessionError::Codec {
+            method: method.into(),
+            detail: e.to_string(),
+        })?;
+        let raw = RawValue::from_string(text.to_owned()).map_err(codec)?;
+        let (params, alias) = with_meta(method, Some(raw), options, id)?;
+        let message = Message::request(RequestId::number(id), method, params);
+        return Ok((serialize(&message), alias));
+    }
+    let mut token = String::with_capacity(40);
+    let _ = write!(token, r#""_meta":{{"progressToken":{id}}}"#);
+    if bytes.get(start + 1) != Some(&b'}') {
+        token.push(',');
+    }
+    bytes.splice(start + 1..start + 1, token.bytes());
+    bytes.push(b'}');
+    Ok((bytes, None))
+}
+
 /// Put the progress token and `_meta` entries into the params, as the options ask.
 fn with_meta(
     method: &str,
@@ -532,7 +622,7 @@ fn with_meta(
 /// outcome sends `notifications/cancelled` (unless the request may not be cancelled).
 pub struct PendingRequest {
     id: i64,
-    method: Box<str>,
+    method: Cow<'static, str>,
     events: Arc<pending::Events>,
     shared: Arc<Shared>,
     deadline: Deadline,
@@ -588,15 +678,15 @@ impl PendingRequest {
                     self.finished = true;
                     let result = outcome.map_err(|failure| match failure {
                         Failure::Rejected(error) => SessionError::Rejected {
-                            method: self.method.clone(),
+                            method: self.method.as_ref().into(),
                             error,
                         },
                         Failure::Closed(reason) => SessionError::Closed {
-                            method: self.method.clone(),
+                            method: self.method.as_ref().into(),
                             reason,
                         },
                         Failure::Transport(error) => SessionError::Transport {
-                            method: self.method.clone(),
+                            method: self.method.as_ref().into(),
                             error,
                         },
                     });
@@ -621,7 +711,7 @@ impl PendingRequest {
                 Some(RequestEvent::Done(result)) => return result,
                 None => {
                     return Err(SessionError::Closed {
-                        method: self.method.clone(),
+                        method: self.method.as_ref().into(),
                         reason: self.shared.close_reason(),
                     });
                 }
@@ -825,6 +915,35 @@ mod tests {
     fn spliced(params: Option<Box<RawValue>>, options: &RequestOptions) -> serde_json::Value {
         let (params, _) = with_meta("m", params, options, 7).expect("object params");
         serde_json::from_str(params.expect("params").get()).expect("valid JSON")
+    }
+
+    #[test]
+    fn typed_params_are_framed_as_raw_ones_are() {
+        let cases = [
+            serde_json::json!({}),
+            serde_json::json!({"name": "x", "arguments": {"_meta": 1}}),
+            serde_json::json!({"_meta": {"k": 1}, "name": "y"}),
+            serde_json::json!({"_meta": {"progressToken": "mine"}}),
+        ];
+        let mut meta = serde_json::Map::new();
+        meta.insert("vendor".to_owned(), serde_json::json!(true));
+        let options = [
+            RequestOptions::new(),
+            RequestOptions::new().with_progress_token(),
+            RequestOptions::new().with_progress_token().meta(meta),
+        ];
+        for params in &cases {
+            for options in &options {
+                let (direct, direct_alias) = request_frame("m", params, options, 7).unwrap();
+                let raw = serde_json::value::to_raw_value(params).unwrap();
+                let (spliced, alias) = with_meta("m", Some(raw), options, 7).unwrap();
+                let framed = serialize(&Message::request(RequestId::number(7), "m", spliced));
+                let value = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).unwrap();
+                assert_eq!(value(&direct), value(&framed), "{params:?}");
+                assert_eq!(direct_alias, alias);
+            }
+        }
+        assert!(request_frame("m", &[1], &RequestOptions::new().with_progress_token(), 7).is_err());
     }
 
     #[test]
