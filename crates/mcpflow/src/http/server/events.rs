@@ -49,9 +49,12 @@ pub trait EventStore: Send + Sync + 'static {
     fn remove_session(&self, session: &str);
 }
 
-/// The default [`EventStore`]: the last `capacity` events of each session, in memory.
+/// The default [`EventStore`]: the last `capacity` events of each session, in memory,
+/// and at most `max_bytes` of them (16 MiB by default), so a few large results do not
+/// pin their memory for the whole session.
 pub struct InMemoryEventStore {
     capacity: usize,
+    max_bytes: usize,
     sessions: Mutex<HashMap<String, SessionEvents>>,
 }
 
@@ -59,6 +62,8 @@ pub struct InMemoryEventStore {
 struct SessionEvents {
     /// (stream, seq, message), oldest first.
     events: VecDeque<(u64, u64, Bytes)>,
+    /// Bytes of the messages held.
+    bytes: usize,
     /// Per stream, the highest seq evicted; resuming at or before it would lose events.
     evicted: HashMap<u64, u64>,
 }
@@ -68,10 +73,23 @@ impl InMemoryEventStore {
     pub fn new(capacity: usize) -> Self {
         InMemoryEventStore {
             capacity: capacity.max(1),
+            max_bytes: DEFAULT_MAX_BYTES,
             sessions: Mutex::new(HashMap::new()),
         }
     }
+
+    /// Hold at most `n` bytes of events per session (the oldest go first; an event
+    /// larger than `n` is not kept, so a resume that needs it fails instead of
+    /// replaying it). Default 16 MiB.
+    #[must_use]
+    pub fn max_bytes(mut self, n: usize) -> Self {
+        self.max_bytes = n;
+        self
+    }
 }
+
+/// The default byte bound of [`InMemoryEventStore`] per session.
+const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 impl Default for InMemoryEventStore {
     /// 1,024 events per session.
@@ -84,6 +102,7 @@ impl fmt::Debug for InMemoryEventStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InMemoryEventStore")
             .field("capacity", &self.capacity)
+            .field("max_bytes", &self.max_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -92,12 +111,15 @@ impl EventStore for InMemoryEventStore {
     fn append(&self, key: &StreamKey, seq: u64, message: Bytes) {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let events = sessions.entry(key.session.clone()).or_default();
+        events.bytes += message.len();
         events.events.push_back((key.stream, seq, message));
-        while events.events.len() > self.capacity {
-            if let Some((stream, seq, _)) = events.events.pop_front() {
-                let evicted = events.evicted.entry(stream).or_default();
-                *evicted = (*evicted).max(seq);
-            }
+        while events.events.len() > self.capacity || events.bytes > self.max_bytes {
+            let Some((stream, seq, message)) = events.events.pop_front() else {
+                break;
+            };
+            events.bytes -= message.len();
+            let evicted = events.evicted.entry(stream).or_default();
+            *evicted = (*evicted).max(seq);
         }
     }
 
@@ -249,6 +271,31 @@ mod tests {
         assert_eq!(&e[..], b"id: 1-2\nevent: message\ndata: {\"a\":1}\n\n");
         assert_eq!(parse_event_id("3-17"), Some((3, 17)));
         assert_eq!(parse_event_id("x"), None);
+    }
+
+    #[test]
+    fn the_store_holds_at_most_max_bytes_per_session() {
+        let store = InMemoryEventStore::new(100).max_bytes(10);
+        let key = StreamKey {
+            session: "s".into(),
+            stream: 1,
+        };
+        store.append(&key, 1, Bytes::from_static(b"aaaa"));
+        store.append(&key, 2, Bytes::from_static(b"bbbb"));
+        store.append(&key, 3, Bytes::from_static(b"cccc"));
+        assert_eq!(
+            store.after(&key, 0),
+            None,
+            "event 1 went to stay under 10 bytes"
+        );
+        let held = store.after(&key, 1).expect("2 and 3 are held");
+        assert_eq!(held.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2, 3]);
+        store.append(&key, 4, Bytes::from(vec![b'x'; 11]));
+        assert_eq!(
+            store.after(&key, 3),
+            None,
+            "an event over the bound is not kept"
+        );
     }
 
     #[test]

@@ -271,6 +271,14 @@ impl HttpServer {
         let stop = CancellationToken::new();
         let shutdown = stop.clone();
         let task = tokio::spawn(async move {
+            // Each SSE event is written as soon as it is produced; with Nagle's
+            // algorithm on, the next small write waits for the client's delayed ACK
+            // (about 40 ms per answer).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!(error = %e, "could not set TCP_NODELAY");
+                }
+            });
             let served = axum::serve(listener, router)
                 .with_graceful_shutdown(async move { shutdown.cancelled().await })
                 .await;
