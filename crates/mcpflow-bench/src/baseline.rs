@@ -37,27 +37,29 @@ async fn write_loop<W: AsyncWrite + Unpin>(w: W, mut rx: mpsc::Receiver<Vec<u8>>
     let _ = w.shutdown().await;
 }
 
+/// Any inbound JSON-RPC message, borrowing from its frame.
 #[derive(Deserialize)]
-struct Inbound<'a> {
+pub(crate) struct Inbound<'a> {
     #[serde(default)]
-    id: Option<u64>,
+    pub(crate) id: Option<u64>,
     #[serde(default, borrow)]
-    method: Option<&'a str>,
+    pub(crate) method: Option<&'a str>,
     #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    pub(crate) params: Option<&'a RawValue>,
     #[serde(default)]
-    result: Option<Box<RawValue>>,
+    pub(crate) result: Option<Box<RawValue>>,
     #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    pub(crate) error: Option<&'a RawValue>,
 }
 
+/// An outbound request (with an id) or notification.
 #[derive(Serialize)]
-struct Outbound<'a, P: Serialize> {
-    jsonrpc: &'static str,
+pub(crate) struct Outbound<'a, P: Serialize> {
+    pub(crate) jsonrpc: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<u64>,
-    method: &'a str,
-    params: P,
+    pub(crate) id: Option<u64>,
+    pub(crate) method: &'a str,
+    pub(crate) params: P,
 }
 
 #[derive(Serialize)]
@@ -86,30 +88,33 @@ struct ToolResultIn {
     content: Vec<TextContent<String>>,
 }
 
+/// `tools/call` parameters, borrowing from the frame.
 #[derive(Deserialize)]
-struct CallParams<'a> {
+pub(crate) struct CallParams<'a> {
     #[serde(borrow)]
-    name: &'a str,
+    pub(crate) name: &'a str,
     #[serde(default)]
-    arguments: Args,
+    pub(crate) arguments: Args,
     #[serde(default, rename = "_meta")]
-    meta: Option<MetaIn>,
+    pub(crate) meta: Option<MetaIn>,
 }
 
+/// The tools' arguments.
 #[derive(Deserialize, Default)]
-struct Args {
+pub(crate) struct Args {
     #[serde(default)]
-    text: String,
+    pub(crate) text: String,
     #[serde(default)]
-    count: u64,
+    pub(crate) count: u64,
     #[serde(default)]
-    bytes: usize,
+    pub(crate) bytes: usize,
 }
 
+/// `_meta` of a request.
 #[derive(Deserialize)]
-struct MetaIn {
+pub(crate) struct MetaIn {
     #[serde(rename = "progressToken")]
-    progress_token: serde_json::Value,
+    pub(crate) progress_token: serde_json::Value,
 }
 
 #[derive(Serialize)]
@@ -120,16 +125,19 @@ struct ProgressOut<'a> {
     total: u64,
 }
 
+/// `notifications/progress` parameters, as the client reads them.
 #[derive(Deserialize)]
-struct ProgressIn {
-    progress: f64,
+pub(crate) struct ProgressIn {
+    pub(crate) progress: f64,
 }
 
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+/// Serialize one message.
+pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
 
-fn tool_reply(id: u64, text: &str) -> Vec<u8> {
+/// A `tools/call` response with one text block.
+pub(crate) fn tool_reply(id: u64, text: &str) -> Vec<u8> {
     encode(&Reply {
         jsonrpc: "2.0",
         id,
@@ -138,6 +146,67 @@ fn tool_reply(id: u64, text: &str) -> Vec<u8> {
             is_error: false,
         },
     })
+}
+
+/// The response to `initialize`.
+pub(crate) fn initialize_reply(id: u64) -> Vec<u8> {
+    encode(&Reply {
+        jsonrpc: "2.0",
+        id,
+        result: serde_json::json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "baseline", "version": "1.0.0"}
+        }),
+    })
+}
+
+/// An empty result, for requests other than `initialize` and `tools/call`.
+pub(crate) fn empty_reply(id: u64) -> Vec<u8> {
+    encode(&Reply {
+        jsonrpc: "2.0",
+        id,
+        result: serde_json::json!({}),
+    })
+}
+
+/// One `notifications/progress`.
+pub(crate) fn progress_note(token: &serde_json::Value, progress: u64, total: u64) -> Vec<u8> {
+    encode(&Outbound {
+        jsonrpc: "2.0",
+        id: None,
+        method: "notifications/progress",
+        params: ProgressOut {
+            progress_token: token,
+            progress,
+            total,
+        },
+    })
+}
+
+/// `tools/call` parameters with an optional progress token.
+pub(crate) fn call_params(
+    name: &str,
+    arguments: serde_json::Value,
+    progress_token: Option<u64>,
+) -> serde_json::Value {
+    match progress_token {
+        Some(token) => serde_json::json!({
+            "name": name, "arguments": arguments, "_meta": {"progressToken": token}
+        }),
+        None => serde_json::json!({"name": name, "arguments": arguments}),
+    }
+}
+
+/// The first text block of a raw `tools/call` result.
+pub(crate) fn first_text(raw: &RawValue) -> Result<String, String> {
+    let result: ToolResultIn = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+    result
+        .content
+        .into_iter()
+        .next()
+        .map(|c| c.text)
+        .ok_or_else(|| "empty result".to_owned())
 }
 
 /// Serve `echo`, `progress` and `big` until the input ends.
@@ -163,15 +232,7 @@ where
             continue; // a notification (`notifications/initialized`) or a response
         };
         let frame = match method {
-            "initialize" => encode(&Reply {
-                jsonrpc: "2.0",
-                id,
-                result: serde_json::json!({
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "baseline", "version": "1.0.0"}
-                }),
-            }),
+            "initialize" => initialize_reply(id),
             "tools/call" => {
                 let Some(params) = msg
                     .params
@@ -184,16 +245,8 @@ where
                     "progress" => {
                         if let Some(meta) = &params.meta {
                             for i in 1..=params.arguments.count {
-                                let note = encode(&Outbound {
-                                    jsonrpc: "2.0",
-                                    id: None,
-                                    method: "notifications/progress",
-                                    params: ProgressOut {
-                                        progress_token: &meta.progress_token,
-                                        progress: i,
-                                        total: params.arguments.count,
-                                    },
-                                });
+                                let note =
+                                    progress_note(&meta.progress_token, i, params.arguments.count);
                                 if tx.send(note).await.is_err() {
                                     break;
                                 }
@@ -205,11 +258,7 @@ where
                     _ => continue,
                 }
             }
-            _ => encode(&Reply {
-                jsonrpc: "2.0",
-                id,
-                result: serde_json::json!({}),
-            }),
+            _ => empty_reply(id),
         };
         if tx.send(frame).await.is_err() {
             break;
@@ -304,20 +353,10 @@ impl Client {
         arguments: serde_json::Value,
         progress_token: Option<u64>,
     ) -> Result<String, String> {
-        let params = match progress_token {
-            Some(token) => serde_json::json!({
-                "name": name, "arguments": arguments, "_meta": {"progressToken": token}
-            }),
-            None => serde_json::json!({"name": name, "arguments": arguments}),
-        };
-        let raw = self.request("tools/call", params).await?;
-        let result: ToolResultIn = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-        result
-            .content
-            .into_iter()
-            .next()
-            .map(|c| c.text)
-            .ok_or_else(|| "empty result".to_owned())
+        let raw = self
+            .request("tools/call", call_params(name, arguments, progress_token))
+            .await?;
+        first_text(&raw)
     }
 
     /// End the connection: close the outbound stream and stop the reader.

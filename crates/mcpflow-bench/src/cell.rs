@@ -8,15 +8,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mcpflow::client::Client as McpflowClient;
+use mcpflow::http::client::HttpClientTransport;
 use mcpflow::server::RunningServer;
 use mcpflow::transport::{ChildProcess, StreamTransport};
 use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::common::{BIG_BYTES, DUPLEX_BYTES, ECHO_TEXT, ProgressLog, proc_status_kib};
-use crate::{baseline, mcpflow_sys, rmcp_sys};
+use crate::{baseline, baseline_http, http, mcpflow_sys, rmcp_sys};
 
 /// How long one workload may run inside a cell before it reports an error.
 const CELL_BUDGET: Duration = Duration::from_secs(110);
@@ -30,7 +31,7 @@ const REST_SETTLE: Duration = Duration::from_millis(200);
 pub struct Measurement {
     /// `mcpflow`, `baseline`, `rmcp` or `rmcp-pipes`.
     pub system: String,
-    /// `memory` or `stdio`.
+    /// `memory`, `stdio` or `http`.
     pub transport: String,
     /// `w1`, `w2`, `w3`, `w4` or `rest`.
     pub workload: String,
@@ -42,7 +43,7 @@ pub struct Measurement {
     pub p50_us: Option<f64>,
     /// 99th percentile call latency (W1).
     pub p99_us: Option<f64>,
-    /// Peak RSS (W4): the server process over stdio, the whole process in memory.
+    /// Peak RSS (W4): the server process over stdio and http, the whole process in memory.
     pub peak_rss_kib: Option<u64>,
     /// Progress notifications the client had handled when the call returned (W3).
     pub delivered_before_return: Option<u64>,
@@ -50,7 +51,7 @@ pub struct Measurement {
     pub time_ms: Option<f64>,
     /// W3: every notification handled before return, each in order.
     pub in_order: Option<bool>,
-    /// RSS at rest after connect (rest): the server process over stdio, the whole
+    /// RSS at rest after connect (rest): the server process over stdio and http, the whole
     /// process (client and server) in memory.
     pub rss_kib: Option<u64>,
     /// Of `rss_kib`, the anonymous memory (heap, stacks): `RssAnon`. The rest is pages
@@ -91,6 +92,7 @@ impl Sizes {
 
 enum Conn {
     Baseline(baseline::Client),
+    BaselineHttp(baseline_http::Client),
     Mcpflow(McpflowClient),
     Rmcp(rmcp_sys::RmcpConn),
 }
@@ -112,6 +114,7 @@ impl Conn {
     ) -> Result<String, String> {
         match self {
             Conn::Baseline(c) => c.call_tool(name, arguments, None).await,
+            Conn::BaselineHttp(c) => c.call_tool(name, arguments, None).await,
             Conn::Mcpflow(c) => mcpflow_sys::call(c, name, arguments).await,
             Conn::Rmcp(c) => rmcp_sys::call(c, name, arguments).await,
         }
@@ -132,6 +135,10 @@ impl Conn {
                 c.call_tool("progress", json!({ "count": count }), Some(1))
                     .await
             }
+            Conn::BaselineHttp(c) => {
+                c.call_tool("progress", json!({ "count": count }), Some(1))
+                    .await
+            }
             Conn::Mcpflow(c) => mcpflow_sys::call_progress(c, count, log.clone()).await,
             Conn::Rmcp(c) => rmcp_sys::call(c, "progress", json!({ "count": count })).await,
         }
@@ -140,6 +147,7 @@ impl Conn {
     async fn close(self) {
         match self {
             Conn::Baseline(c) => c.close().await,
+            Conn::BaselineHttp(c) => c.close().await,
             Conn::Mcpflow(c) => c.close().await,
             Conn::Rmcp(c) => {
                 let _ = c.cancel().await;
@@ -229,6 +237,30 @@ async fn connect(system: &str, transport: &str) -> Result<Connected, String> {
                 .map_err(|e| e.to_string())?;
             Conn::Rmcp(client)
         }
+        ("baseline" | "mcpflow" | "rmcp", "http") => {
+            let server = http::spawn_server(system).await?;
+            server_pid = server.pid;
+            child_proc = Some(server.child);
+            let url = server.url;
+            match system {
+                "baseline" => Conn::BaselineHttp(baseline_http::Client::connect(url, log).await?),
+                "mcpflow" => {
+                    let transport = HttpClientTransport::new(url).map_err(|e| e.to_string())?;
+                    let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
+                        .connect(transport)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    Conn::Mcpflow(client)
+                }
+                _ => {
+                    let client = rmcp_sys::RmcpClient { log }
+                        .serve(StreamableHttpClientTransport::from_uri(url))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    Conn::Rmcp(client)
+                }
+            }
+        }
         _ => return Err(format!("no {system} over {transport}")),
     };
     Ok(Connected {
@@ -251,7 +283,6 @@ fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 async fn run_workload(
     connected: &Connected,
     workload: &str,
-    transport: &str,
     sizes: Sizes,
     m: &mut Measurement,
 ) -> Result<(), String> {
@@ -326,22 +357,12 @@ async fn run_workload(
             let secs = start.elapsed().as_secs_f64();
             m.calls_per_s = Some(sizes.w4_calls as f64 / secs);
             m.time_ms = Some(secs * 1e3);
-            let pid = if transport == "stdio" {
-                connected.server_pid
-            } else {
-                None
-            };
-            m.peak_rss_kib = proc_status_kib(pid, "VmHWM");
+            m.peak_rss_kib = proc_status_kib(connected.server_pid, "VmHWM");
         }
         "rest" => {
             tokio::time::sleep(REST_SETTLE).await;
-            let pid = if transport == "stdio" {
-                connected.server_pid
-            } else {
-                None
-            };
-            m.rss_kib = proc_status_kib(pid, "VmRSS");
-            m.rss_anon_kib = proc_status_kib(pid, "RssAnon");
+            m.rss_kib = proc_status_kib(connected.server_pid, "VmRSS");
+            m.rss_anon_kib = proc_status_kib(connected.server_pid, "RssAnon");
         }
         other => return Err(format!("unknown workload {other}")),
     }
@@ -377,7 +398,7 @@ pub async fn run_cell(
         };
     let outcome = tokio::time::timeout(
         CELL_BUDGET,
-        run_workload(&connected, workload, transport, sizes, &mut m),
+        run_workload(&connected, workload, sizes, &mut m),
     )
     .await;
     match outcome {

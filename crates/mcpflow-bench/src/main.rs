@@ -1,8 +1,8 @@
 //! `mcpflow-bench`: mcpflow, rmcp and a hand-written JSON-RPC baseline, side by side.
 //!
 //! Every measurement ("cell": one system, one transport, one workload, one round) runs
-//! in a fresh process of this binary (`cell`, hidden); over stdio that process starts a
-//! fresh server, again this binary (`serve`, hidden). Systems run interleaved within
+//! in a fresh process of this binary (`cell`, hidden); over stdio and http that process
+//! starts a fresh server, again this binary (`serve`, hidden). Systems run interleaved within
 //! each round, and the table reports medians over rounds.
 //!
 //! ```sh
@@ -11,8 +11,10 @@
 //! ```
 
 mod baseline;
+mod baseline_http;
 mod cell;
 mod common;
+mod http;
 mod mcpflow_sys;
 mod report;
 mod rmcp_sys;
@@ -29,7 +31,7 @@ use crate::cell::{Measurement, Sizes};
 /// Every system, in table order.
 const SYSTEMS: [&str; 4] = ["baseline", "mcpflow", "rmcp", "rmcp-pipes"];
 /// Every transport.
-const TRANSPORTS: [&str; 2] = ["memory", "stdio"];
+const TRANSPORTS: [&str; 3] = ["memory", "stdio", "http"];
 /// Every workload.
 const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "rest"];
 
@@ -51,7 +53,7 @@ struct Cli {
     /// Only these systems (comma-separated: baseline, mcpflow, rmcp, rmcp-pipes).
     #[arg(long, value_delimiter = ',')]
     system: Vec<String>,
-    /// Only these transports (memory, stdio).
+    /// Only these transports (memory, stdio, http).
     #[arg(long, value_delimiter = ',')]
     transport: Vec<String>,
     /// Only these workloads (w1, w2, w3, w4, rest).
@@ -64,11 +66,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the benchmark tools over stdio as `system` (used by the stdio cells).
+    /// Serve the benchmark tools over stdio as `system` (used by the stdio cells), or
+    /// with `--http` over streamable HTTP on 127.0.0.1, printing the URL first.
     #[command(hide = true)]
     Serve {
-        /// baseline, mcpflow, rmcp or rmcp-pipes.
+        /// baseline, mcpflow, rmcp or rmcp-pipes (stdio only).
         system: String,
+        /// Serve over HTTP until stdin closes.
+        #[arg(long)]
+        http: bool,
     },
     /// Run one cell in this process and print its measurement as JSON.
     #[command(hide = true)]
@@ -105,7 +111,13 @@ fn main() {
     };
     let code = runtime.block_on(async move {
         match cli.command {
-            Some(Command::Serve { ref system }) => serve(system).await,
+            Some(Command::Serve { ref system, http }) => {
+                if http {
+                    http::serve(system).await
+                } else {
+                    serve(system).await
+                }
+            }
             Some(Command::Cell {
                 ref system,
                 ref transport,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use mcpflow::RequestOptions;
 use mcpflow::client::Client;
-use mcpflow::protocol::{CallToolRequestParams, CallToolResult, Tool};
+use mcpflow::protocol::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use mcpflow::server::{Server, ToolError};
 use serde_json::Value;
 
@@ -47,13 +47,12 @@ pub fn server() -> Server {
         .build()
 }
 
-fn first_text(result: &CallToolResult) -> Result<String, String> {
-    result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(str::to_owned)
-        .ok_or_else(|| "no text in the result".to_owned())
+/// The first block's text, moved out of the result (as the other systems do).
+fn first_text(result: CallToolResult) -> Result<String, String> {
+    match result.content.into_iter().next() {
+        Some(ContentBlock::Text(text)) => Ok(text.text),
+        _ => Err("no text in the result".to_owned()),
+    }
 }
 
 /// `tools/call` through [`ClientHandle::call_tool`](mcpflow::client::ClientHandle::call_tool), as the README shows.
@@ -62,7 +61,7 @@ pub async fn call(client: &Client, name: &str, arguments: Value) -> Result<Strin
         .call_tool(name, arguments)
         .await
         .map_err(|e| e.to_string())?;
-    first_text(&result)
+    first_text(result)
 }
 
 /// `progress` with an `on_progress` callback feeding `log`.
@@ -80,5 +79,5 @@ pub async fn call_progress(
         .call_tool_with(&params, options)
         .await
         .map_err(|e| e.to_string())?;
-    first_text(&result)
+    first_text(result)
 }

@@ -133,10 +133,9 @@ pub async fn call(
         .call_tool(CallToolRequestParams::new(name).with_arguments(arguments))
         .await
         .map_err(|e| e.to_string())?;
-    result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .ok_or_else(|| "no text in the result".to_owned())
+    // The first block's text, moved out of the result (as the other systems do).
+    match result.content.into_iter().next() {
+        Some(ContentBlock::Text(text)) => Ok(text.text),
+        _ => Err("no text in the result".to_owned()),
+    }
 }
