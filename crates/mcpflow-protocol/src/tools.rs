@@ -326,6 +326,33 @@ pub struct CallToolResult {
     pub extra: JsonObject,
 }
 
+/// Content blocks sized as they arrive: one block (the common result) takes one slot,
+/// not the four a `Vec` grows to on its first push (a block is a few hundred bytes).
+struct ContentList(Vec<ContentBlock>);
+
+impl<'de> Deserialize<'de> for ContentList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Blocks;
+        impl<'de> serde::de::Visitor<'de> for Blocks {
+            type Value = ContentList;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence of content blocks")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ContentList, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(64));
+                while let Some(block) = seq.next_element()? {
+                    blocks.push(block);
+                }
+                Ok(ContentList(blocks))
+            }
+        }
+        deserializer.deserialize_seq(Blocks)
+    }
+}
+
 enum ResultMember {
     Content,
     StructuredContent,
@@ -364,7 +391,7 @@ impl<'de> Deserialize<'de> for CallToolResult {
                 while let Some(member) = map.next_key::<Member<ResultMember>>()? {
                     match member {
                         Member::Known(ResultMember::Content) => {
-                            content = Some(map.next_value::<Vec<ContentBlock>>()?);
+                            content = Some(map.next_value::<ContentList>()?.0);
                         }
                         Member::Known(ResultMember::StructuredContent) => {
                             result.structured_content = map.next_value()?;
