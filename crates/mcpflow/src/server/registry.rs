@@ -109,19 +109,28 @@ impl ToolCall {
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) handler: ToolHandler,
-    /// The tool's `inputSchema`, compiled once; `None` when it does not compile (the
-    /// arguments then go to the handler unchecked, and a warning was logged).
+    /// The tool's `inputSchema`, compiled once; `None` when it asks only for an object
+    /// (arguments always are one) or does not compile (the arguments then go to the
+    /// handler unchecked, and a warning was logged).
     pub(crate) validator: Option<Arc<jsonschema::Validator>>,
 }
 
 impl ToolEntry {
     pub(crate) fn new(tool: Tool, handler: ToolHandler) -> Self {
-        let schema = serde_json::Value::Object(tool.input_schema.clone());
-        let validator = match jsonschema::validator_for(&schema) {
-            Ok(v) => Some(Arc::new(v)),
-            Err(e) => {
-                tracing::warn!(tool = %tool.name, error = %e, "the tool's inputSchema does not compile; its arguments will not be validated");
-                None
+        // Arguments always arrive as an object, so a schema that asks for nothing more
+        // needs no validator (compiling one costs time and memory per tool).
+        let trivial = tool.input_schema.len() == 1
+            && tool.input_schema.get("type").and_then(|t| t.as_str()) == Some("object");
+        let validator = if trivial {
+            None
+        } else {
+            let schema = serde_json::Value::Object(tool.input_schema.clone());
+            match jsonschema::validator_for(&schema) {
+                Ok(v) => Some(Arc::new(v)),
+                Err(e) => {
+                    tracing::warn!(tool = %tool.name, error = %e, "the tool's inputSchema does not compile; its arguments will not be validated");
+                    None
+                }
             }
         };
         ToolEntry {
