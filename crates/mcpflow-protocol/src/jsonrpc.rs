@@ -555,6 +555,30 @@ pub fn decode(frame: &[u8]) -> Decoded {
     }
 }
 
+/// A notification read without copying anything: its method and params, borrowed from
+/// the frame. `None` unless the frame is one well-formed notification (`"jsonrpc":
+/// "2.0"`, a method, params an object or array if present, no `id`, `result` or
+/// `error`) whose method needs no unescaping; [`decode`] says what is wrong otherwise.
+pub fn peek_notification(frame: &[u8]) -> Option<(&str, Option<&RawValue>)> {
+    let env: Envelope<'_> = serde_json::from_slice(frame).ok()?;
+    if env.id.is_some() || env.result.is_some() || env.error.is_some() {
+        return None;
+    }
+    if env.jsonrpc?.get() != r#""2.0""# {
+        return None;
+    }
+    let method = env.method?.get().strip_prefix('"')?.strip_suffix('"')?;
+    if method.contains('\\') {
+        return None;
+    }
+    let params = match env.params {
+        None => None,
+        Some(p) if p.get().starts_with('{') || p.get().starts_with('[') => Some(p),
+        Some(_) => return None,
+    };
+    Some((method, params))
+}
+
 /// Decode one message that must not be a batch.
 pub fn decode_message(frame: &[u8]) -> Result<Message, DecodeError> {
     match decode(frame) {
@@ -707,6 +731,32 @@ mod tests {
         let mut bare = Vec::new();
         Message::write_notification::<()>("n", None, &mut bare).unwrap();
         assert_eq!(bare, br#"{"jsonrpc":"2.0","method":"n"}"#);
+    }
+
+    #[test]
+    fn peeks_at_well_formed_notifications_only() {
+        let (method, params) =
+            peek_notification(br#"{"params":{"a":1},"method":"n/x","jsonrpc":"2.0"}"#).unwrap();
+        assert_eq!(
+            (method, params.map(RawValue::get)),
+            ("n/x", Some(r#"{"a":1}"#))
+        );
+        let (method, params) = peek_notification(br#"{"jsonrpc":"2.0","method":"n"}"#).unwrap();
+        assert_eq!((method, params.is_none()), ("n", true));
+        for frame in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"n"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"n","result":{}}"#,
+            br#"{"jsonrpc":"1.0","method":"n"}"#,
+            br#"{"method":"n"}"#,
+            br#"{"jsonrpc":"2.0","method":"n\u002f"}"#,
+            br#"{"jsonrpc":"2.0","method":"n","params":3}"#,
+            br#"{"jsonrpc":"2.0","method":5}"#,
+            br#"[{"jsonrpc":"2.0","method":"n"}]"#,
+            b"not json",
+        ] {
+            let peeked = peek_notification(frame);
+            assert!(peeked.is_none(), "{}", String::from_utf8_lossy(frame));
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
-use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, Notification, decode};
+use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, Notification, decode, peek_notification};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -113,6 +113,7 @@ type Replies = Vec<super::writer::Outbound>;
 impl Router {
     fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
+            InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
             InboundFrame::Message(bytes) => match decode(&bytes) {
                 Decoded::Single(Ok(message)) => self.route(message, replies),
                 Decoded::Single(Err(e)) => self.reject(&e, replies),
@@ -210,6 +211,24 @@ impl Router {
                 }
             }
         }
+    }
+
+    /// Deliver a progress notification for a pending request straight from the frame,
+    /// without building a message (a long call may get thousands of them). False, with
+    /// nothing done, for anything else: the frame then takes the general path.
+    fn progress_in_place(&mut self, bytes: &[u8]) -> bool {
+        // Only frames that name the method near their start pay for the extra look.
+        let head = &bytes[..bytes.len().min(160)];
+        if memchr::memmem::find(head, b"notifications/progress").is_none() {
+            return false;
+        }
+        let Some(("notifications/progress", Some(params))) = peek_notification(bytes) else {
+            return false;
+        };
+        let Some((token, update)) = read_progress(params) else {
+            return false;
+        };
+        self.shared.pending.progress(token, update, &mut self.wakes)
     }
 
     fn notification(&mut self, n: Notification) {
