@@ -542,9 +542,13 @@ pub fn decode(frame: &[u8]) -> Decoded {
         };
     }
     // The common case, an object, is read in one pass straight into its members.
+    // (Checked as UTF-8 first: members the envelope skips are not checked by the parser.)
     if first == Some(&b'{') {
+        let Ok(text) = std::str::from_utf8(frame) else {
+            return Decoded::Single(Err(DecodeError::parse("the message is not valid UTF-8")));
+        };
         return Decoded::Single(
-            serde_json::from_slice::<Envelope<'_>>(frame)
+            serde_json::from_str::<Envelope<'_>>(text)
                 .map_err(classify)
                 .and_then(from_envelope),
         );
@@ -560,7 +564,8 @@ pub fn decode(frame: &[u8]) -> Decoded {
 /// "2.0"`, a method, params an object or array if present, no `id`, `result` or
 /// `error`) whose method needs no unescaping; [`decode`] says what is wrong otherwise.
 pub fn peek_notification(frame: &[u8]) -> Option<(&str, Option<&RawValue>)> {
-    let env: Envelope<'_> = serde_json::from_slice(frame).ok()?;
+    let text = std::str::from_utf8(frame).ok()?;
+    let env: Envelope<'_> = serde_json::from_str(text).ok()?;
     if env.id.is_some() || env.result.is_some() || env.error.is_some() {
         return None;
     }
@@ -815,6 +820,12 @@ mod tests {
     #[test]
     fn invalid_utf8_is_a_parse_error() {
         let frame = b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}";
+        assert_eq!(
+            decode_message(frame).unwrap_err().code(),
+            ErrorCode::PARSE_ERROR
+        );
+        // Also in a member the envelope does not read.
+        let frame = b"{\"jsonrpc\":\"2.0\",\"x\":\"\xff\",\"method\":\"ping\",\"id\":1}";
         assert_eq!(
             decode_message(frame).unwrap_err().code(),
             ErrorCode::PARSE_ERROR

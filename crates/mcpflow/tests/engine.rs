@@ -519,6 +519,16 @@ async fn malformed_input_is_answered_and_the_connection_keeps_serving() {
             -32602,
         ),
         (
+            r#"{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"t","task":5}}"#,
+            json!(21),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"t","_meta":3}}"#,
+            json!(22),
+            -32602,
+        ),
+        (
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"bogus"}}"#,
             json!(7),
             -32602,
@@ -554,6 +564,39 @@ async fn malformed_input_is_answered_and_the_connection_keeps_serving() {
         .await;
     let reply = bounded("still serving", peer.recv()).await.expect("reply");
     assert_eq!(reply, json!({"jsonrpc":"2.0","id":10,"result":{}}));
+}
+
+/// A request cancelled in the same burst that brought it, before its task started,
+/// never reaches its handler and is not answered.
+#[tokio::test]
+async fn a_request_cancelled_before_it_starts_never_runs() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let server = Server::builder("cancel-early", "1")
+        .tool(tool("t"), move |_a, _c| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { Ok(CallToolResult::text("ran")) }
+        })
+        .build();
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
+    let (ar, aw) = a.into_split();
+    let (br, bw) = b.into_split();
+    let _running = server.serve(StreamTransport::new(br, bw));
+    let mut peer = RawPeer::new(common::AnyTransport::Stream(StreamTransport::new(ar, aw)));
+    let request = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    peer.send_text(&format!("{request}\n{cancel}\n{ping}"))
+        .await;
+    let reply = bounded("the ping after the cancelled request", peer.recv())
+        .await
+        .expect("reply");
+    assert_eq!(
+        reply,
+        json!({"jsonrpc":"2.0","id":2,"result":{}}),
+        "no answer to id 1"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the handler never ran");
 }
 
 /// Guarantee 4: the writer batches: a burst of frames shares few flushes.

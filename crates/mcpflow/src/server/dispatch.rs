@@ -123,10 +123,17 @@ fn page<T: Clone>(
 /// `_meta`, which the engine has read, and members this server does not act on), so each
 /// call decodes only its name and arguments.
 #[derive(serde::Deserialize)]
-struct ToolCallParams {
+struct ToolCallParams<'a> {
     name: String,
     #[serde(default)]
     arguments: Option<mcpflow_protocol::JsonObject>,
+    /// Checked for its shape only.
+    #[serde(default, rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
+    /// Checked for its shape only.
+    #[serde(default)]
+    #[allow(dead_code)]
+    task: Option<mcpflow_protocol::tasks::TaskMetadata>,
 }
 
 /// Answer `tools/call`: find the tool, check the arguments against its input schema,
@@ -137,7 +144,14 @@ async fn call_tool(
     connection: &Connection,
     cx: ServerContext,
 ) -> Result<Box<RawValue>, ErrorObject> {
-    let p: ToolCallParams = required_params(raw)?;
+    let raw = raw.ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
+    let p: ToolCallParams<'_> =
+        serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?;
+    if p.meta
+        .is_some_and(|m| !m.get().starts_with('{') && m.get() != "null")
+    {
+        return Err(ErrorObject::invalid_params("`_meta` must be an object"));
+    }
     let entry = server
         .registry()
         .tool_call(&p.name)

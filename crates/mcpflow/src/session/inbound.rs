@@ -111,6 +111,11 @@ impl Inbound {
         // path: it is spawned once per request.
         let _admitted = AdmittedGuard(&self.admitted);
         let id = request.id.clone();
+        // Cancelled (by the peer or a close) before it started: the handler never runs.
+        if token.is_cancelled() {
+            self.running().remove(&id);
+            return;
+        }
         let permit = match self.slots.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
@@ -303,7 +308,9 @@ fn request_meta(params: Option<&RawValue>) -> (Option<Arc<RequestMeta>>, Option<
         #[serde(rename = "progressToken", borrow)]
         token: Option<&'a RawValue>,
     }
-    let Some(params) = params.filter(|p| p.get().contains("\"_meta\"")) else {
+    // A `_meta` key written with escapes is rare enough to pay for the full parse.
+    let Some(params) = params.filter(|p| p.get().contains("\"_meta\"") || p.get().contains('\\'))
+    else {
         return (None, None);
     };
     let Some(meta) = serde_json::from_str::<Params<'_>>(params.get())

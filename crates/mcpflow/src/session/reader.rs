@@ -26,8 +26,10 @@ use crate::error::CloseReason;
 use crate::error::TransportError;
 use crate::transport::{FrameKind, FrameReader, InboundFrame};
 
-/// Frames handled before deferred wake-ups go out even if more input is buffered.
+/// Frames, or bytes of them, handled before deferred wake-ups go out even if more
+/// input is buffered.
 const WAKE_EVERY_FRAMES: usize = 64;
+const WAKE_EVERY_BYTES: usize = 1024 * 1024;
 
 pub(crate) async fn run_reader<R: FrameReader>(
     mut reader: R,
@@ -42,7 +44,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         wakes: DeferredWakes::default(),
     };
     let mut replies = Vec::new();
-    let mut since_wake = 0;
+    let mut since_wake = (0, 0);
     let reason = 'read: loop {
         // Stop first so a close is never delayed by a flood of input.
         if shared.reader_stop.is_cancelled() {
@@ -55,7 +57,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
             Some(frame) => frame,
             None => {
                 router.wakes.wake_all();
-                since_wake = 0;
+                since_wake = (0, 0);
                 tokio::select! {
                     biased;
                     () = shared.reader_stop.cancelled() => break CloseReason::ClosedLocally,
@@ -64,14 +66,22 @@ pub(crate) async fn run_reader<R: FrameReader>(
             }
         };
         match frame {
-            Ok(Some(frame)) => router.dispatch(frame, &mut replies),
+            Ok(Some(frame)) => {
+                if let InboundFrame::Message(bytes) = &frame {
+                    since_wake.1 += bytes.len();
+                }
+                router.dispatch(frame, &mut replies);
+            }
             Ok(None) => break CloseReason::PeerClosed,
             Err(e) => break CloseReason::Transport(e),
         }
-        since_wake += 1;
-        if since_wake >= WAKE_EVERY_FRAMES || (!replies.is_empty() && router.wakes.len() > 0) {
+        since_wake.0 += 1;
+        if since_wake.0 >= WAKE_EVERY_FRAMES
+            || since_wake.1 >= WAKE_EVERY_BYTES
+            || (!replies.is_empty() && router.wakes.len() > 0)
+        {
             router.wakes.wake_all();
-            since_wake = 0;
+            since_wake = (0, 0);
         }
         for reply in replies.drain(..) {
             tokio::select! {

@@ -111,6 +111,12 @@ impl EventStore for InMemoryEventStore {
     fn append(&self, key: &StreamKey, seq: u64, message: Bytes) {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let events = sessions.entry(key.session.clone()).or_default();
+        if message.len() > self.max_bytes {
+            // Too large to keep: resuming past it fails, and nothing else is dropped.
+            let evicted = events.evicted.entry(key.stream).or_default();
+            *evicted = (*evicted).max(seq);
+            return;
+        }
         events.bytes += message.len();
         events.events.push_back((key.stream, seq, message));
         while events.events.len() > self.capacity || events.bytes > self.max_bytes {
@@ -290,12 +296,15 @@ mod tests {
         );
         let held = store.after(&key, 1).expect("2 and 3 are held");
         assert_eq!(held.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2, 3]);
-        store.append(&key, 4, Bytes::from(vec![b'x'; 11]));
-        assert_eq!(
-            store.after(&key, 3),
-            None,
-            "an event over the bound is not kept"
-        );
+        let other = StreamKey {
+            session: "s".into(),
+            stream: 2,
+        };
+        store.append(&other, 4, Bytes::from(vec![b'x'; 11]));
+        let skipped = store.after(&other, 3);
+        assert_eq!(skipped, None, "an event over the bound is not kept");
+        let held = store.after(&key, 1).expect("and it evicts nothing else");
+        assert_eq!(held.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2, 3]);
     }
 
     #[test]
