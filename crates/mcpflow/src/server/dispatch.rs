@@ -37,7 +37,9 @@ fn params<T: DeserializeOwned + Default>(raw: Option<&RawValue>) -> Result<T, Er
     }
 }
 
-fn required_params<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, ErrorObject> {
+fn required_params<'a, T: serde::Deserialize<'a>>(
+    raw: Option<&'a RawValue>,
+) -> Result<T, ErrorObject> {
     let raw = raw.ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
     serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
 }
@@ -131,9 +133,8 @@ struct ToolCallParams<'a> {
     #[serde(default, rename = "_meta", borrow)]
     meta: Option<&'a RawValue>,
     /// Checked for its shape only.
-    #[serde(default)]
-    #[allow(dead_code)]
-    task: Option<mcpflow_protocol::tasks::TaskMetadata>,
+    #[serde(default, rename = "task")]
+    _task: Option<mcpflow_protocol::tasks::TaskMetadata>,
 }
 
 /// Answer `tools/call`: find the tool, check the arguments against its input schema,
@@ -144,9 +145,7 @@ async fn call_tool(
     connection: &Connection,
     cx: ServerContext,
 ) -> Result<Box<RawValue>, ErrorObject> {
-    let raw = raw.ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
-    let p: ToolCallParams<'_> =
-        serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?;
+    let p: ToolCallParams<'_> = required_params(raw)?;
     if p.meta
         .is_some_and(|m| !m.get().starts_with('{') && m.get() != "null")
     {
@@ -190,7 +189,8 @@ impl Service for ServerService {
                 ),
             ))));
         }
-        // The most frequent request gets its own, smaller future.
+        // The most frequent request gets its own, smaller future (so the match below
+        // has no arm for it).
         if request.method == method::TOOLS_CALL {
             return Box::pin(async move {
                 let cx = ServerContext::new(cx, connection.clone(), server.clone());
@@ -235,7 +235,6 @@ impl Service for ServerService {
                     list.next_cursor = next;
                     result(&list)
                 }
-                method::TOOLS_CALL => call_tool(raw, &server, &connection, cx).await,
                 method::RESOURCES_LIST => {
                     let p: PaginatedRequestParams = params(raw)?;
                     let items: Vec<Resource> = server

@@ -6,13 +6,11 @@
 //! Each admitted request is a task in the session's `JoinSet`, with a child of the
 //! session's cancellation token that `notifications/cancelled`, close or drop trips.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mcpflow_protocol::jsonrpc::Request;
-use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -136,13 +134,7 @@ impl Inbound {
                 }
             }
         };
-        let method: Cow<'static, str> = method::REQUESTS
-            .iter()
-            .find(|known| **known == request.method)
-            .map_or_else(
-                || Cow::Owned(request.method.clone()),
-                |known| Cow::Borrowed(*known),
-            );
+        let method = super::method_name(&request.method);
         let (meta, progress_token) = request_meta(request.params.as_deref());
         let cx = RequestContext {
             id: id.clone(),

@@ -530,14 +530,14 @@ fn request_frame<P: Serialize + ?Sized>(
     bytes.extend_from_slice(br#","params":"#);
     let start = bytes.len();
     serde_json::to_writer(&mut bytes, params).map_err(codec)?;
+    if !options.want_progress && options.meta.is_none() {
+        bytes.push(b'}');
+        return Ok((bytes, None));
+    }
     let simple = options.meta.is_none()
         && bytes.get(start) == Some(&b'{')
         && memchr::memmem::find(&bytes[start..], b"\"_meta\"").is_none();
-    if !options.want_progress || !simple {
-        if !options.want_progress && options.meta.is_none() {
-            bytes.push(b'}');
-            return Ok((bytes, None));
-        }
+    if !simple {
         // The rare cases: merge into an existing `_meta`, or add the options' entries.
         let text = std::str::from_utf8(&bytes[start..]).map_err(|e| SessionError::Codec {
             method: method.into(),
@@ -548,14 +548,21 @@ fn request_frame<P: Serialize + ?Sized>(
         let message = Message::request(RequestId::number(id), method, params);
         return Ok((serialize(&message), alias));
     }
-    let mut token = String::with_capacity(40);
-    let _ = write!(token, r#""_meta":{{"progressToken":{id}}}"#);
-    if bytes.get(start + 1) != Some(&b'}') {
-        token.push(',');
-    }
-    bytes.splice(start + 1..start + 1, token.bytes());
+    let member = progress_member(id, bytes.get(start + 1) == Some(&b'}'));
+    bytes.splice(start + 1..start + 1, member.bytes());
     bytes.push(b'}');
     Ok((bytes, None))
+}
+
+/// `"_meta":{"progressToken":ID}` as the first member of an object, with the comma
+/// that separates it from the rest unless the object is otherwise `empty`.
+fn progress_member(id: i64, empty: bool) -> String {
+    let mut member = String::with_capacity(40);
+    let _ = write!(member, r#""_meta":{{"progressToken":{id}}}"#);
+    if !empty {
+        member.push(',');
+    }
+    member
 }
 
 /// Put the progress token and `_meta` entries into the params, as the options ask.
@@ -576,10 +583,9 @@ fn with_meta(
             && !text.contains("\"_meta\"")
         {
             let rest = rest.trim_start();
-            let separator = if rest.starts_with('}') { "" } else { "," };
             let mut spliced = String::with_capacity(40 + rest.len());
-            let _ = write!(spliced, r#"{{"_meta":{{"progressToken":{id}}}"#);
-            spliced.push_str(separator);
+            spliced.push('{');
+            spliced.push_str(&progress_member(id, rest.starts_with('}')));
             spliced.push_str(rest);
             if let Ok(raw) = RawValue::from_string(spliced) {
                 return Ok((Some(raw), None));

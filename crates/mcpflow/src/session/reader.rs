@@ -22,8 +22,7 @@ use serde_json::value::RawValue;
 use super::inbound::Refusal;
 use super::pending::{DeferredWakes, Failure, ProgressUpdate};
 use super::{Peer, Service, Shared};
-use crate::error::CloseReason;
-use crate::error::TransportError;
+use crate::error::{CloseReason, TransportError};
 use crate::transport::{FrameKind, FrameReader, InboundFrame};
 
 /// Frames, or bytes of them, handled before deferred wake-ups go out even if more

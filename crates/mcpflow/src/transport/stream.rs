@@ -85,15 +85,8 @@ impl<W: AsyncWrite + Unpin + Send> LineWriter<W> {
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
-    async fn write_frame(&mut self, frame: &[u8], _meta: &FrameMeta) -> Result<(), TransportError> {
-        self.inner
-            .write_all(frame)
-            .await
-            .map_err(|e| TransportError::io("writing to the peer", e))?;
-        self.inner
-            .write_all(b"\n")
-            .await
-            .map_err(|e| TransportError::io("writing to the peer", e))
+    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+        self.write_frame_parts(&[frame], meta).await
     }
 
     async fn write_frame_parts(

@@ -163,6 +163,16 @@ impl FrameWriter for AnyWriter {
             AnyWriter::Stream(w) => w.write_frame(frame, meta).await,
         }
     }
+    async fn write_frame_parts(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &FrameMeta,
+    ) -> Result<(), mcpflow::TransportError> {
+        match self {
+            AnyWriter::Memory(w) => w.write_frame_parts(parts, meta).await,
+            AnyWriter::Stream(w) => w.write_frame_parts(parts, meta).await,
+        }
+    }
     async fn flush(&mut self) -> Result<(), mcpflow::TransportError> {
         match self {
             AnyWriter::Memory(w) => w.flush().await,
