@@ -584,6 +584,31 @@ pub fn peek_notification(frame: &[u8]) -> Option<(&str, Option<&RawValue>)> {
     Some((method, params))
 }
 
+/// A success response read without copying its result: its id, and its result borrowed
+/// from the frame's text. `None` unless the text is one well-formed response
+/// (`"jsonrpc": "2.0"`, an id that is a string or an integer, a `result`, no `method`
+/// or `error`); [`decode`] says what is wrong otherwise.
+///
+/// ```
+/// use mcpflow_protocol::jsonrpc::peek_response;
+/// use mcpflow_protocol::RequestId;
+///
+/// let frame = r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#;
+/// let (id, result) = peek_response(frame).unwrap();
+/// assert_eq!(id, RequestId::number(7));
+/// assert_eq!(result.get(), r#"{"tools":[]}"#);
+/// assert!(peek_response(r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"m"}}"#).is_none());
+/// ```
+pub fn peek_response(text: &str) -> Option<(RequestId, &RawValue)> {
+    let env: Envelope<'_> = serde_json::from_str(text).ok()?;
+    if env.method.is_some() || env.error.is_some() || env.jsonrpc?.get() != r#""2.0""# {
+        return None;
+    }
+    let result = env.result?;
+    let id = parse_id(env.id.filter(|id| id.get() != "null")?).ok()?;
+    Some((id, result))
+}
+
 /// Decode one message that must not be a batch.
 pub fn decode_message(frame: &[u8]) -> Result<Message, DecodeError> {
     match decode(frame) {
@@ -762,6 +787,33 @@ mod tests {
             let peeked = peek_notification(frame);
             assert!(peeked.is_none(), "{}", String::from_utf8_lossy(frame));
         }
+    }
+
+    #[test]
+    fn peeks_at_what_decode_reads_as_a_response_only() {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,"x"]}}"#,
+            r#"{"result":null,"id":"s\"q","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":5,"params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+        ] {
+            let decoded = match single(frame) {
+                Ok(Message::Response(r)) => Some((r.id, r.result.get().to_owned())),
+                _ => None,
+            };
+            let peeked = peek_response(frame).map(|(id, result)| (id, result.get().to_owned()));
+            assert_eq!(peeked, decoded, "{frame}");
+        }
+        assert!(peek_response(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_some());
     }
 
     #[test]

@@ -88,6 +88,89 @@ async fn client_survives_a_misbehaving_server() {
     bounded("close", client.close()).await;
 }
 
+/// Responses in every layout a peer may use complete their request with exactly their
+/// result (escapes included), read typed and raw: `result` last or first, after a long
+/// member, with spaces around the tokens. A truncated response is passed over, and the
+/// proper answer that follows completes the call.
+#[tokio::test]
+async fn responses_in_any_layout_complete_their_requests() {
+    let (c, s) = pair(Kind::Memory0);
+    let pad = "p".repeat(300);
+    let layouts: Vec<String> = vec![
+        r#"{"jsonrpc":"2.0","id":ID,"result":RESULT}"#.into(),
+        r#"{"result":RESULT,"id":ID,"jsonrpc":"2.0"}"#.into(),
+        format!(r#"{{"jsonrpc":"2.0","x":"{pad}","id":ID,"result":RESULT}}"#),
+        r#" {"id" : ID , "jsonrpc" : "2.0" , "result" : RESULT } "#.into(),
+    ];
+    let count = layouts.len();
+    let server = tokio::spawn(async move {
+        let mut peer = RawPeer::new(s);
+        peer.accept_initialize().await;
+        for layout in layouts {
+            let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+            let text = call["params"]["arguments"]["text"].clone();
+            let result = json!({"content":[{"type":"text","text":text}],"isError":false});
+            let frame = layout
+                .replace("ID", &call["id"].to_string())
+                .replace("RESULT", &result.to_string());
+            peer.send_text(&frame).await;
+        }
+        // Unreadable: a truncated response, then the same id answered properly.
+        let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+        let id = call["id"].to_string();
+        peer.send_text(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]"#
+        ))
+        .await;
+        let reply = peer.recv().await.unwrap();
+        assert_eq!(reply["error"]["code"], -32700, "a parse error: {reply}");
+        peer.send_text(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"after"}}]}}}}"#
+        ))
+        .await;
+        peer
+    });
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    for i in 0..count {
+        let text = format!("call {i} \"quoted\" \u{e9} \\ end");
+        if i % 2 == 0 {
+            let result = bounded("typed call", client.call_tool("x", json!({ "text": text })))
+                .await
+                .expect("call");
+            assert_eq!(
+                result.content[0].as_text(),
+                Some(text.as_str()),
+                "layout {i}"
+            );
+        } else {
+            let params =
+                serde_json::value::to_raw_value(&json!({"name":"x","arguments":{"text": text}}))
+                    .unwrap();
+            let raw = bounded(
+                "raw call",
+                client
+                    .peer()
+                    .request_raw("tools/call", Some(params), RequestOptions::new()),
+            )
+            .await
+            .expect("raw call");
+            let value: serde_json::Value = serde_json::from_str(raw.get()).unwrap();
+            assert_eq!(value["content"][0]["text"], text, "layout {i}");
+        }
+    }
+    let result = bounded(
+        "call after an unreadable response",
+        client.call_tool("x", json!({})),
+    )
+    .await
+    .expect("call");
+    assert_eq!(result.content[0].as_text(), Some("after"));
+    let _peer = bounded("server script", server).await.unwrap();
+    bounded("close", client.close()).await;
+}
+
 /// A server that never answers: the call times out (paused clock) and the
 /// connection stays usable.
 #[tokio::test(start_paused = true)]

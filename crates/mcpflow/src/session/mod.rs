@@ -63,7 +63,7 @@ pub use pending::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions
 
 use inbound::Inbound;
 use lane::NotificationLane;
-use pending::{Deadline, Failure, PendingEvent, PendingTable};
+use pending::{Deadline, Failure, PendingEvent, PendingTable, ResultJson};
 use writer::Outbound;
 
 /// A boxed, sendable future.
@@ -248,8 +248,8 @@ impl Peer {
                 request_frame(method, params, options, id)
             })
             .await?;
-        let raw = pending.response().await?;
-        serde_json::from_str(raw.get()).map_err(|e| SessionError::Codec {
+        let result = pending.result_json().await?;
+        serde_json::from_str(result.get()).map_err(|e| SessionError::Codec {
             method: method.into(),
             detail: format!("unexpected result shape: {e}"),
         })
@@ -648,6 +648,12 @@ impl fmt::Debug for PendingRequest {
     }
 }
 
+/// An event of a pending request, its result still where it was read.
+enum Step {
+    Progress(ProgressUpdate),
+    Done(Result<ResultJson, SessionError>),
+}
+
 impl PendingRequest {
     /// The request's id.
     pub fn id(&self) -> RequestId {
@@ -656,6 +662,44 @@ impl PendingRequest {
 
     /// The next progress report or the outcome; `None` once the outcome was returned.
     pub async fn next_event(&mut self) -> Option<RequestEvent> {
+        Some(match self.next_step().await? {
+            Step::Progress(update) => RequestEvent::Progress(update),
+            Step::Done(result) => {
+                RequestEvent::Done(result.and_then(|r| owned_result(&self.method, r)))
+            }
+        })
+    }
+
+    /// Wait for the result, calling the progress callback (if any) for each report first.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn response(self) -> Result<Box<RawValue>, SessionError> {
+        let method = self.method.clone();
+        owned_result(&method, self.result_json().await?)
+    }
+
+    /// As [`response`](Self::response), with the result left where it was read.
+    async fn result_json(mut self) -> Result<ResultJson, SessionError> {
+        loop {
+            match self.next_step().await {
+                Some(Step::Progress(update)) => {
+                    if let Some(callback) = &self.on_progress {
+                        callback(update);
+                    }
+                }
+                Some(Step::Done(result)) => return result,
+                None => {
+                    return Err(SessionError::Closed {
+                        method: self.method.as_ref().into(),
+                        reason: self.shared.close_reason(),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn next_step(&mut self) -> Option<Step> {
         if self.finished {
             return None;
         }
@@ -667,7 +711,7 @@ impl PendingRequest {
                 event = std::future::poll_fn(|cx| self.events.poll_next(cx)) => event,
                 () = tokio::time::sleep_until(deadline) => {
                     self.abandon("timed out");
-                    return Some(RequestEvent::Done(Err(self.deadline.expired_error(&self.method))));
+                    return Some(Step::Done(Err(self.deadline.expired_error(&self.method))));
                 }
             };
             match event {
@@ -676,7 +720,7 @@ impl PendingRequest {
                         self.deadline.last_activity = Instant::now();
                     }
                     match update {
-                        Some(update) => return Some(RequestEvent::Progress(update)),
+                        Some(update) => return Some(Step::Progress(update)),
                         None => tracing::debug!("ignored malformed progress"),
                     }
                 }
@@ -696,30 +740,7 @@ impl PendingRequest {
                             error,
                         },
                     });
-                    return Some(RequestEvent::Done(result));
-                }
-            }
-        }
-    }
-
-    /// Wait for the result, calling the progress callback (if any) for each report first.
-    ///
-    /// # Errors
-    /// As [`Peer::request`].
-    pub async fn response(mut self) -> Result<Box<RawValue>, SessionError> {
-        loop {
-            match self.next_event().await {
-                Some(RequestEvent::Progress(update)) => {
-                    if let Some(callback) = &self.on_progress {
-                        callback(update);
-                    }
-                }
-                Some(RequestEvent::Done(result)) => return result,
-                None => {
-                    return Err(SessionError::Closed {
-                        method: self.method.as_ref().into(),
-                        reason: self.shared.close_reason(),
-                    });
+                    return Some(Step::Done(result));
                 }
             }
         }
@@ -741,6 +762,14 @@ impl PendingRequest {
                 .courtesy_cancel(self.id, reason, self.related.clone());
         }
     }
+}
+
+/// A result as a value of its own, for the callers that take one.
+fn owned_result(method: &str, result: ResultJson) -> Result<Box<RawValue>, SessionError> {
+    result.into_raw().map_err(|e| SessionError::Codec {
+        method: method.into(),
+        detail: format!("unreadable result: {e}"),
+    })
 }
 
 impl Drop for PendingRequest {

@@ -131,7 +131,50 @@ impl RequestOptions {
 pub(crate) enum PendingEvent {
     /// A progress report, read once by the reader (`None`: its fields were malformed).
     Progress(Option<ProgressUpdate>),
-    Outcome(Result<Box<RawValue>, Failure>),
+    Outcome(Result<ResultJson, Failure>),
+}
+
+/// A response's result as JSON text: read in place in the frame it came in (so a large
+/// result is never copied before the caller decodes it), or a value of its own.
+#[derive(Debug)]
+pub(crate) enum ResultJson {
+    /// The frame's text and where the result lies in it.
+    InFrame {
+        frame: String,
+        range: std::ops::Range<usize>,
+    },
+    Owned(Box<RawValue>),
+}
+
+impl ResultJson {
+    /// The result that lies at `range` in the response `frame`; the frame back when
+    /// `range` is not within it.
+    pub(crate) fn in_frame(
+        frame: String,
+        range: std::ops::Range<usize>,
+    ) -> Result<ResultJson, String> {
+        if frame.get(range.clone()).is_none() {
+            return Err(frame);
+        }
+        Ok(ResultJson::InFrame { frame, range })
+    }
+
+    /// The result's JSON text.
+    pub(crate) fn get(&self) -> &str {
+        match self {
+            // In range by construction; an empty text would fail to decode, not panic.
+            ResultJson::InFrame { frame, range } => frame.get(range.clone()).unwrap_or_default(),
+            ResultJson::Owned(raw) => raw.get(),
+        }
+    }
+
+    /// The result as a value of its own (a copy, for a result read in place).
+    pub(crate) fn into_raw(self) -> Result<Box<RawValue>, serde_json::Error> {
+        match self {
+            ResultJson::InFrame { .. } => serde_json::from_str(self.get()),
+            ResultJson::Owned(raw) => Ok(raw),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -161,7 +204,7 @@ pub(crate) struct Events {
 #[derive(Default)]
 struct EventsState {
     progress: VecDeque<Option<ProgressUpdate>>,
-    outcome: Option<Result<Box<RawValue>, Failure>>,
+    outcome: Option<Result<ResultJson, Failure>>,
     waker: Option<Waker>,
 }
 
@@ -296,7 +339,7 @@ impl PendingTable {
     pub(crate) fn complete(
         &self,
         id: &RequestId,
-        outcome: Result<Box<RawValue>, Failure>,
+        outcome: Result<ResultJson, Failure>,
         wakes: &mut DeferredWakes,
     ) -> bool {
         let Some(n) = id.correlation_number() else {

@@ -14,13 +14,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
-use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, Notification, decode, peek_notification};
+use mcpflow_protocol::jsonrpc::{
+    DecodeError, Decoded, Notification, decode, peek_notification, peek_response,
+};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::inbound::Refusal;
-use super::pending::{DeferredWakes, Failure, ProgressUpdate};
+use super::pending::{DeferredWakes, Failure, ProgressUpdate, ResultJson};
 use super::{Peer, Service, Shared};
 use crate::error::{CloseReason, TransportError};
 use crate::transport::{FrameKind, FrameReader, InboundFrame};
@@ -123,28 +125,9 @@ impl Router {
     fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
             InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
-            InboundFrame::Message(bytes) => match decode(&bytes) {
-                Decoded::Single(Ok(message)) => self.route(message, replies),
-                Decoded::Single(Err(e)) => self.reject(&e, replies),
-                Decoded::Batch(items) => {
-                    if self.shared.accept_batches.load(Ordering::Relaxed) {
-                        for item in items {
-                            match item {
-                                Ok(message) => self.route(message, replies),
-                                Err(e) => self.reject(&e, replies),
-                            }
-                        }
-                    } else {
-                        self.reply_error(
-                            replies,
-                            None,
-                            ErrorObject::new(
-                                ErrorCode::INVALID_REQUEST,
-                                "invalid request: JSON-RPC batches are only accepted under protocol version 2025-03-26",
-                            ),
-                        );
-                    }
-                }
+            InboundFrame::Message(bytes) => match self.response_in_place(bytes) {
+                None => {}
+                Some(bytes) => self.decode_and_route(&bytes, replies),
             },
             InboundFrame::RequestFailed { id, error } => {
                 if !self.shared.pending.complete(
@@ -174,14 +157,78 @@ impl Router {
         }
     }
 
+    fn decode_and_route(&mut self, bytes: &[u8], replies: &mut Replies) {
+        match decode(bytes) {
+            Decoded::Single(Ok(message)) => self.route(message, replies),
+            Decoded::Single(Err(e)) => self.reject(&e, replies),
+            Decoded::Batch(items) => {
+                if self.shared.accept_batches.load(Ordering::Relaxed) {
+                    for item in items {
+                        match item {
+                            Ok(message) => self.route(message, replies),
+                            Err(e) => self.reject(&e, replies),
+                        }
+                    }
+                } else {
+                    self.reply_error(
+                        replies,
+                        None,
+                        ErrorObject::new(
+                            ErrorCode::INVALID_REQUEST,
+                            "invalid request: JSON-RPC batches are only accepted under protocol version 2025-03-26",
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Complete a pending request with a success response whose result stays in its
+    /// frame, so the caller decodes it from there and a large result is never copied.
+    /// Gives the frame back, with nothing done, for anything else.
+    fn response_in_place(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
+        // Responses name `result` near their start (after the id, or first); other
+        // frames skip the extra look.
+        let head = &bytes[..bytes.len().min(160)];
+        if memchr::memmem::find(head, b"\"result\"").is_none() {
+            return Some(bytes);
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => return Some(e.into_bytes()),
+        };
+        let Some((id, range)) = peek_response(&text).and_then(|(id, result)| {
+            let start = result
+                .get()
+                .as_ptr()
+                .addr()
+                .checked_sub(text.as_ptr().addr())?;
+            Some((id, start..start + result.get().len()))
+        }) else {
+            return Some(text.into_bytes());
+        };
+        let result = match ResultJson::in_frame(text, range) {
+            Ok(result) => result,
+            Err(text) => return Some(text.into_bytes()),
+        };
+        if !self
+            .shared
+            .pending
+            .complete(&id, Ok(result), &mut self.wakes)
+        {
+            tracing::debug!(%id, "ignored a response to an unknown or finished request");
+        }
+        None
+    }
+
     fn route(&mut self, message: Message, replies: &mut Replies) {
         match message {
             Message::Response(r) => {
-                if !self
-                    .shared
-                    .pending
-                    .complete(&r.id, Ok(r.result), &mut self.wakes)
-                {
+                if !self.shared.pending.complete(
+                    &r.id,
+                    Ok(ResultJson::Owned(r.result)),
+                    &mut self.wakes,
+                ) {
                     tracing::debug!(id = %r.id, "ignored a response to an unknown or finished request");
                 }
             }
