@@ -29,6 +29,11 @@ pub struct LineReader<R> {
     max_frame_bytes: usize,
     /// While skipping an oversized line: its length so far and its first bytes.
     skipping: Option<(usize, Vec<u8>)>,
+    /// Length of the last line handed out as the buffer: a peer that sent one large
+    /// message often sends another of about its size, so a new large line gets room for
+    /// that much at once instead of doubling its way there (a copy and fresh pages at
+    /// every step).
+    last_large: usize,
     eof: bool,
 }
 
@@ -42,6 +47,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
             start: 0,
             max_frame_bytes,
             skipping: None,
+            last_large: 0,
             eof: false,
         }
     }
@@ -57,7 +63,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                 return Ok(self.finish());
             }
             self.compact();
-            self.buf.reserve(READ_CHUNK);
+            self.buf.reserve(self.room_to_read());
             let n = self
                 .inner
                 .read_buf(&mut self.buf)
@@ -66,6 +72,16 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
             if n == 0 {
                 self.eof = true;
             }
+        }
+    }
+
+    /// How much free space to have before the next read.
+    fn room_to_read(&self) -> usize {
+        let pending = self.buf.len() - self.start;
+        if pending >= READ_CHUNK && self.last_large > pending && self.skipping.is_none() {
+            self.last_large - pending + READ_CHUNK
+        } else {
+            READ_CHUNK
         }
     }
 
@@ -135,6 +151,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
         next.extend_from_slice(rest);
         let mut frame = std::mem::replace(&mut self.buf, next);
         frame.truncate(len);
+        self.last_large = len;
         self.start = 0;
         self.scanned = 0;
         frame
@@ -223,6 +240,29 @@ mod tests {
         assert_eq!(lines[1], "next");
         assert_eq!(lines[2].len(), HANDOFF_BYTES);
         assert_eq!(lines[3], "last");
+    }
+
+    #[tokio::test]
+    async fn sizes_the_buffer_for_a_large_line_after_one_like_it() {
+        let size = 3 * HANDOFF_BYTES;
+        let mut input = Vec::new();
+        for byte in [b'a', b'b'] {
+            input.extend(std::iter::repeat_n(byte, size));
+            input.push(b'\n');
+        }
+        let mut reader = LineReader::new(&input[..], 8 * HANDOFF_BYTES);
+        let mut capacities = Vec::new();
+        while let Some(frame) = reader.read_frame().await.expect("in-memory read") {
+            let InboundFrame::Message(m) = frame else {
+                panic!("unexpected {frame:?}");
+            };
+            assert_eq!(m.len(), size);
+            capacities.push(m.capacity());
+        }
+        assert_eq!(capacities.len(), 2);
+        // The first doubles its way up (to 4 MiB); the second gets its room at once.
+        assert!(capacities[0] >= 4 * HANDOFF_BYTES, "{capacities:?}");
+        assert!(capacities[1] <= size + 2 * READ_CHUNK, "{capacities:?}");
     }
 
     #[tokio::test]
