@@ -90,7 +90,10 @@ impl RequestId {
 
     fn write_json(&self, out: &mut Vec<u8>) {
         match &self.0 {
-            IdRepr::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            // Formatted straight into `out`: writing to a Vec cannot fail.
+            IdRepr::Number(n) => {
+                let _ = std::io::Write::write_fmt(out, format_args!("{n}"));
+            }
             IdRepr::String(s) => write_json_string(out, s),
         }
     }

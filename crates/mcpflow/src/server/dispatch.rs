@@ -126,7 +126,8 @@ fn page<T: Clone>(
 /// call decodes only its name and arguments.
 #[derive(serde::Deserialize)]
 struct ToolCallParams<'a> {
-    name: String,
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
     #[serde(default)]
     arguments: Option<mcpflow_protocol::JsonObject>,
     /// Checked for its shape only.
