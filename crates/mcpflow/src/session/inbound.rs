@@ -301,7 +301,8 @@ fn request_meta(params: Option<&RawValue>) -> (Option<Arc<RequestMeta>>, Option<
         token: Option<&'a RawValue>,
     }
     // A `_meta` key written with escapes is rare enough to pay for the full parse.
-    let Some(params) = params.filter(|p| p.get().contains("\"_meta\"") || p.get().contains('\\'))
+    let Some(params) = params
+        .filter(|p| super::META_KEY.find(p.get().as_bytes()).is_some() || p.get().contains('\\'))
     else {
         return (None, None);
     };

@@ -510,6 +510,10 @@ pub(crate) fn method_name(method: &str) -> Cow<'static, str> {
         )
 }
 
+/// Built once: building a searcher per request costs more than the search.
+pub(crate) static META_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_meta\""));
+
 /// A request's frame with `params` serialized straight into it, the progress token
 /// (when asked for, and the params have no `_meta` of their own) written as their first
 /// member. Other `_meta` cases go through [`with_meta`].
@@ -536,7 +540,7 @@ fn request_frame<P: Serialize + ?Sized>(
     }
     let simple = options.meta.is_none()
         && bytes.get(start) == Some(&b'{')
-        && memchr::memmem::find(&bytes[start..], b"\"_meta\"").is_none();
+        && META_KEY.find(&bytes[start..]).is_none();
     if !simple {
         // The rare cases: merge into an existing `_meta`, or add the options' entries.
         let text = std::str::from_utf8(&bytes[start..]).map_err(|e| SessionError::Codec {

@@ -10,14 +10,15 @@
 //! writer before reading more: back-pressure on the flooding peer, with nothing lost.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll, Waker};
 
 use mcpflow_protocol::jsonrpc::{
     DecodeError, Decoded, Notification, decode, peek_notification, peek_response,
 };
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -30,6 +31,11 @@ use crate::transport::{FrameKind, FrameReader, InboundFrame};
 /// Frames, or bytes of them, handled before deferred wake-ups go out even if more
 /// input is buffered.
 const WAKE_EVERY_FRAMES: usize = 64;
+
+/// Searchers built once: building one per frame costs more than the search.
+static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
+static PROGRESS_METHOD: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"notifications/progress"));
 const WAKE_EVERY_BYTES: usize = 1024 * 1024;
 
 pub(crate) async fn run_reader<R: FrameReader>(
@@ -190,7 +196,7 @@ impl Router {
         // Responses name `result` near their start (after the id, or first); other
         // frames skip the extra look.
         let head = &bytes[..bytes.len().min(160)];
-        if memchr::memmem::find(head, b"\"result\"").is_none() {
+        if RESULT_KEY.find(head).is_none() {
             return Some(bytes);
         }
         let text = match String::from_utf8(bytes) {
@@ -275,7 +281,7 @@ impl Router {
     fn progress_in_place(&mut self, bytes: &[u8]) -> bool {
         // Only frames that name the method near their start pay for the extra look.
         let head = &bytes[..bytes.len().min(160)];
-        if memchr::memmem::find(head, b"notifications/progress").is_none() {
+        if PROGRESS_METHOD.find(head).is_none() {
             return false;
         }
         let Some(("notifications/progress", Some(params))) = peek_notification(bytes) else {
