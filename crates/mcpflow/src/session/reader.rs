@@ -31,12 +31,12 @@ use crate::transport::{FrameKind, FrameReader, InboundFrame};
 /// Frames, or bytes of them, handled before deferred wake-ups go out even if more
 /// input is buffered.
 const WAKE_EVERY_FRAMES: usize = 64;
+const WAKE_EVERY_BYTES: usize = 1024 * 1024;
 
 /// Searchers built once: building one per frame costs more than the search.
 static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
 static PROGRESS_METHOD: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"notifications/progress"));
-const WAKE_EVERY_BYTES: usize = 1024 * 1024;
 
 pub(crate) async fn run_reader<R: FrameReader>(
     mut reader: R,
