@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Kind, RawPeer, bounded, bounded_for, pair};
+use common::{ALL, Kind, RawPeer, bounded, bounded_for, pair};
 use mcpflow::client::Client;
 use mcpflow::protocol::{CallToolResult, Tool};
 use mcpflow::server::Server;
@@ -89,12 +89,19 @@ async fn client_survives_a_misbehaving_server() {
 }
 
 /// Responses in every layout a peer may use complete their request with exactly their
-/// result (escapes included), read typed and raw: `result` last or first, after a long
-/// member, with spaces around the tokens. A truncated response is passed over, and the
-/// proper answer that follows completes the call.
+/// result (escapes included), read typed and raw: `result` last or first, with spaces
+/// around the tokens (read in place), or after a long member (the general decode path).
+/// A truncated response is passed over, and the proper answer that follows completes
+/// the call.
 #[tokio::test]
 async fn responses_in_any_layout_complete_their_requests() {
-    let (c, s) = pair(Kind::Memory0);
+    for kind in ALL {
+        responses_in_any_layout_complete_their_requests_over(kind).await;
+    }
+}
+
+async fn responses_in_any_layout_complete_their_requests_over(kind: Kind) {
+    let (c, s) = pair(kind);
     let pad = "p".repeat(300);
     let layouts: Vec<String> = vec![
         r#"{"jsonrpc":"2.0","id":ID,"result":RESULT}"#.into(),
@@ -142,7 +149,7 @@ async fn responses_in_any_layout_complete_their_requests() {
             assert_eq!(
                 result.content[0].as_text(),
                 Some(text.as_str()),
-                "layout {i}"
+                "layout {i} over {kind:?}"
             );
         } else {
             let params =
@@ -157,7 +164,10 @@ async fn responses_in_any_layout_complete_their_requests() {
             .await
             .expect("raw call");
             let value: serde_json::Value = serde_json::from_str(raw.get()).unwrap();
-            assert_eq!(value["content"][0]["text"], text, "layout {i}");
+            assert_eq!(
+                value["content"][0]["text"], text,
+                "layout {i} over {kind:?}"
+            );
         }
     }
     let result = bounded(

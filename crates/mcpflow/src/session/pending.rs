@@ -134,6 +134,10 @@ pub(crate) enum PendingEvent {
     Outcome(Result<ResultJson, Failure>),
 }
 
+/// A frame at least this large is not kept whole for a result that is less than half
+/// of it; spare capacity beyond this and the frame's own size is given back.
+const LARGE_FRAME_BYTES: usize = 64 * 1024;
+
 /// A response's result as JSON text: read in place in the frame it came in (so a large
 /// result is never copied before the caller decodes it), or a value of its own.
 #[derive(Debug)]
@@ -148,13 +152,26 @@ pub(crate) enum ResultJson {
 
 impl ResultJson {
     /// The result that lies at `range` in the response `frame`; the frame back when
-    /// `range` is not within it.
+    /// `range` is not within it. A waiting caller keeps what this holds alive, so a
+    /// buffer much larger than its frame is shrunk, and a result that is a small part
+    /// of a large frame (the rest being other members) is copied out of it.
     pub(crate) fn in_frame(
-        frame: String,
+        mut frame: String,
         range: std::ops::Range<usize>,
     ) -> Result<ResultJson, String> {
-        if frame.get(range.clone()).is_none() {
+        let Some(result) = frame.get(range.clone()) else {
             return Err(frame);
+        };
+        if frame.len() >= LARGE_FRAME_BYTES && result.len() < frame.len() / 2 {
+            return match serde_json::from_str(result) {
+                Ok(raw) => Ok(ResultJson::Owned(raw)),
+                Err(_) => Err(frame),
+            };
+        }
+        // (Spare capacity up to the frame's own size is kept: a buffer of the same size
+        // is what the reader asks for next, so the allocator can hand this one back.)
+        if frame.capacity() - frame.len() > frame.len().max(LARGE_FRAME_BYTES) {
+            frame.shrink_to_fit();
         }
         Ok(ResultJson::InFrame { frame, range })
     }
@@ -435,5 +452,59 @@ impl Deadline {
                 after: self.max_total,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // panics are how tests fail
+
+    use super::*;
+
+    fn at(frame: &str, result: &str) -> std::ops::Range<usize> {
+        let start = frame.find(result).unwrap();
+        start..start + result.len()
+    }
+
+    #[test]
+    fn a_result_is_read_in_its_frame() {
+        let frame = r#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,"x"]}}"#.to_owned();
+        let range = at(&frame, r#"{"a":[1,"x"]}"#);
+        let result = ResultJson::in_frame(frame, range).unwrap();
+        assert!(matches!(result, ResultJson::InFrame { .. }));
+        assert_eq!(result.get(), r#"{"a":[1,"x"]}"#);
+        assert_eq!(result.into_raw().unwrap().get(), r#"{"a":[1,"x"]}"#);
+    }
+
+    #[test]
+    fn a_range_outside_the_frame_gives_the_frame_back() {
+        let frame = r#"{"result":1}"#.to_owned();
+        let back = ResultJson::in_frame(frame.clone(), 5..99).unwrap_err();
+        assert_eq!(back, frame);
+    }
+
+    #[test]
+    fn a_small_result_in_a_large_frame_is_copied_out() {
+        let padding = "p".repeat(2 * LARGE_FRAME_BYTES);
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"ok":true}},"x":"{padding}"}}"#);
+        let range = at(&frame, r#"{"ok":true}"#);
+        let result = ResultJson::in_frame(frame, range).unwrap();
+        assert!(matches!(result, ResultJson::Owned(_)));
+        assert_eq!(result.get(), r#"{"ok":true}"#);
+    }
+
+    #[test]
+    fn spare_capacity_is_given_back() {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":"{}"}}"#,
+            "t".repeat(1000)
+        );
+        let mut frame = String::with_capacity(4 * LARGE_FRAME_BYTES);
+        frame.push_str(&text);
+        let range = at(&frame, &format!("\"{}\"", "t".repeat(1000)));
+        let ResultJson::InFrame { frame, .. } = ResultJson::in_frame(frame, range).unwrap() else {
+            panic!("a result that is most of its frame stays in it");
+        };
+        assert!(frame.capacity() < LARGE_FRAME_BYTES, "{}", frame.capacity());
     }
 }

@@ -30,9 +30,9 @@ pub struct LineReader<R> {
     /// While skipping an oversized line: its length so far and its first bytes.
     skipping: Option<(usize, Vec<u8>)>,
     /// Length of the last line handed out as the buffer: a peer that sent one large
-    /// message often sends another of about its size, so a new large line gets room for
-    /// that much at once instead of doubling its way there (a copy and fresh pages at
-    /// every step).
+    /// message often sends another of about its size, so a line that passes
+    /// `HANDOFF_BYTES` gets room for that much at once instead of doubling its way
+    /// there (a copy and fresh pages at every step). Each handed-out line replaces it.
     last_large: usize,
     eof: bool,
 }
@@ -63,7 +63,8 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                 return Ok(self.finish());
             }
             self.compact();
-            self.buf.reserve(self.room_to_read());
+            let room = self.room_to_read();
+            self.buf.reserve_exact(room);
             let n = self
                 .inner
                 .read_buf(&mut self.buf)
@@ -75,13 +76,20 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
         }
     }
 
-    /// How much free space to have before the next read.
+    /// How much free space to have before the next read: one read chunk, or, for a
+    /// large line in progress, the rest of the last large line's length. Past the
+    /// current capacity, the buffer then grows to exactly that (or doubles, for a line
+    /// with no hint), so it never ends up far larger than the lines it holds.
     fn room_to_read(&self) -> usize {
         let pending = self.buf.len() - self.start;
-        if pending >= READ_CHUNK && self.last_large > pending && self.skipping.is_none() {
+        let spare = self.buf.capacity() - self.buf.len();
+        if pending >= HANDOFF_BYTES && self.last_large > pending && self.skipping.is_none() {
             self.last_large - pending + READ_CHUNK
-        } else {
+        } else if spare >= READ_CHUNK {
             READ_CHUNK
+        } else {
+            // Amortized doubling, as `reserve` would.
+            self.buf.capacity().max(READ_CHUNK)
         }
     }
 
@@ -116,7 +124,13 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                         });
                     }
                     let len = line.len();
-                    if line_start == 0 && len >= HANDOFF_BYTES {
+                    // Handing the buffer out moves what follows the line to a new one:
+                    // cheap for a read's tail, but a copy of every later line if one
+                    // read brought several large lines, so those are copied out instead.
+                    if line_start == 0
+                        && len >= HANDOFF_BYTES
+                        && self.buf.len() - end <= HANDOFF_BYTES
+                    {
                         return Some(InboundFrame::Message(self.hand_off(len, end)));
                     }
                     return Some(InboundFrame::Message(line.to_vec()));
@@ -263,6 +277,24 @@ mod tests {
         // The first doubles its way up (to 4 MiB); the second gets its room at once.
         assert!(capacities[0] >= 4 * HANDOFF_BYTES, "{capacities:?}");
         assert!(capacities[1] <= size + 2 * READ_CHUNK, "{capacities:?}");
+    }
+
+    #[tokio::test]
+    async fn reads_several_large_lines_that_arrive_in_one_read() {
+        let mut input = Vec::new();
+        for (i, byte) in (b'a'..=b'e').enumerate() {
+            input.extend(std::iter::repeat_n(byte, HANDOFF_BYTES + i * 1000));
+            input.push(b'\n');
+        }
+        // The second copy is read with the first one's large-line hint: whole lines,
+        // then several of them, arrive in one read.
+        let input = [input.clone(), input].concat();
+        let lines = frames(&input, 8 * HANDOFF_BYTES).await;
+        assert_eq!(lines.len(), 10);
+        for (i, (line, byte)) in lines.iter().zip((b'a'..=b'e').cycle()).enumerate() {
+            assert_eq!(line.len(), HANDOFF_BYTES + (i % 5) * 1000, "line {i}");
+            assert!(line.bytes().all(|b| b == byte), "line {i}");
+        }
     }
 
     #[tokio::test]
