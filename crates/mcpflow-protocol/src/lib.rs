@@ -31,6 +31,7 @@
 //! - [`roots`]: the client's filesystem roots (`roots/list`).
 //! - [`tasks`]: 2025-11-25 tasks (experimental).
 
+mod json_text;
 pub mod jsonrpc;
 
 pub mod capabilities;

@@ -70,8 +70,9 @@ fn tool_result(call: &CallToolResult) -> Result<Box<RawValue>, ErrorObject> {
         return result(call);
     }
     // Room for the envelope and a few escapes; more escapes just grow the buffer.
+    // `write_json` escapes large text a chunk at a time, not a byte at a time.
     let mut out = Vec::with_capacity(payload + payload / 64 + 4096);
-    serde_json::to_writer(&mut out, call).map_err(ErrorObject::internal)?;
+    call.write_json(&mut out).map_err(ErrorObject::internal)?;
     let text = String::from_utf8(out).map_err(ErrorObject::internal)?;
     RawValue::from_string(text).map_err(ErrorObject::internal)
 }
