@@ -80,6 +80,52 @@ fn encode(c: &mut Criterion) {
             out
         });
     });
+    // The text of a large result: serde_json's escaping against `write_json`'s.
+    group.bench_function("call_tool_result_1mib_serde_json", |b| {
+        let mut out = Vec::with_capacity(2 * 1024 * 1024);
+        b.iter(|| {
+            out.clear();
+            serde_json::to_writer(&mut out, black_box(&result)).unwrap();
+        });
+    });
+    group.bench_function("call_tool_result_1mib_write_json", |b| {
+        let mut out = Vec::with_capacity(2 * 1024 * 1024);
+        b.iter(|| {
+            out.clear();
+            black_box(&result).write_json(&mut out).unwrap();
+        });
+    });
+    // Text with escapes: log lines (a newline every 60 bytes) and JSON as text (quotes
+    // every few bytes).
+    let log = CallToolResult::text(format!("{}\n", "l".repeat(59)).repeat(1024 * 1024 / 60));
+    let line = "{\"line\": 42, \"text\": \"hello\tworld\"}\n";
+    let json_text = CallToolResult::text(line.repeat(1024 * 1024 / line.len()));
+    for (name, result, fast) in [
+        ("call_tool_result_1mib_log_serde_json", &log, false),
+        ("call_tool_result_1mib_log_write_json", &log, true),
+        (
+            "call_tool_result_1mib_json_text_serde_json",
+            &json_text,
+            false,
+        ),
+        (
+            "call_tool_result_1mib_json_text_write_json",
+            &json_text,
+            true,
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            let mut out = Vec::with_capacity(2 * 1024 * 1024);
+            b.iter(|| {
+                out.clear();
+                if fast {
+                    black_box(result).write_json(&mut out).unwrap();
+                } else {
+                    serde_json::to_writer(&mut out, black_box(result)).unwrap();
+                }
+            });
+        });
+    }
     group.finish();
 }
 

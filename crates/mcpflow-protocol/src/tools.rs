@@ -455,7 +455,8 @@ impl CallToolResult {
 
     /// Append this result as compact JSON to `out`: the bytes `serde_json::to_writer`
     /// writes, with the text of plain text blocks escaped a chunk at a time instead of
-    /// a byte at a time (several times faster for a large text result).
+    /// a byte at a time (several times faster for long runs without escapes, about the
+    /// same for text dense with them).
     ///
     /// # Errors
     /// When a member's `Serialize` implementation fails (it does not for values read
