@@ -44,7 +44,7 @@ fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
         .map(|p| at + p)
 }
 
-fn needs_escape(b: u8) -> bool {
+const fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
@@ -64,21 +64,24 @@ fn write_escape(out: &mut Vec<u8>, b: u8) {
 }
 
 /// For each byte, the character after the backslash that escapes it (`u` for
-/// `\u00XX`), or 0 when it needs none: serde_json's choices.
+/// `\u00XX`), or 0 when it needs none: serde_json's choices, for the bytes
+/// [`needs_escape`] picks.
 static ESCAPE: [u8; 256] = {
     let mut table = [0; 256];
     let mut b = 0;
-    while b < 0x20 {
-        table[b] = b'u';
+    while b < 256 {
+        table[b] = match b as u8 {
+            0x08 => b'b',
+            0x09 => b't',
+            0x0a => b'n',
+            0x0c => b'f',
+            0x0d => b'r',
+            byte if needs_escape(byte) && byte < 0x20 => b'u',
+            byte if needs_escape(byte) => byte,
+            _ => 0,
+        };
         b += 1;
     }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0a] = b'n';
-    table[0x0c] = b'f';
-    table[0x0d] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
     table
 };
 

@@ -63,8 +63,12 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                 return Ok(self.finish());
             }
             self.compact();
-            let room = self.room_to_read();
-            self.buf.reserve_exact(room);
+            // A large line like the last one gets exactly its room; otherwise one read
+            // chunk, the buffer doubling as it must.
+            match self.large_line_room() {
+                Some(room) => self.buf.reserve_exact(room),
+                None => self.buf.reserve(READ_CHUNK),
+            }
             let n = self
                 .inner
                 .read_buf(&mut self.buf)
@@ -76,21 +80,12 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
         }
     }
 
-    /// How much free space to have before the next read: one read chunk, or, for a
-    /// large line in progress, the rest of the last large line's length. Past the
-    /// current capacity, the buffer then grows to exactly that (or doubles, for a line
-    /// with no hint), so it never ends up far larger than the lines it holds.
-    fn room_to_read(&self) -> usize {
+    /// For a line past `HANDOFF_BYTES` that is still shorter than the last large line,
+    /// the free space to have before the next read: the rest of that length.
+    fn large_line_room(&self) -> Option<usize> {
         let pending = self.buf.len() - self.start;
-        let spare = self.buf.capacity() - self.buf.len();
-        if pending >= HANDOFF_BYTES && self.last_large > pending && self.skipping.is_none() {
-            self.last_large - pending + READ_CHUNK
-        } else if spare >= READ_CHUNK {
-            READ_CHUNK
-        } else {
-            // Amortized doubling, as `reserve` would.
-            self.buf.capacity().max(READ_CHUNK)
-        }
+        (pending >= HANDOFF_BYTES && self.last_large > pending && self.skipping.is_none())
+            .then(|| self.last_large - pending + READ_CHUNK)
     }
 
     fn next_buffered(&mut self) -> Option<InboundFrame> {
