@@ -755,6 +755,53 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
     bounded("client close", client.close()).await;
 }
 
+/// Guarantee 7: no task outlives its connection. Dropping a server's connection drops
+/// the handlers still running, even one that ignores cancellation, at once (no grace).
+#[tokio::test(start_paused = true)]
+async fn dropping_a_connection_drops_handlers_that_ignore_cancellation() {
+    struct Dropped(Arc<Notify>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.notify_one();
+        }
+    }
+    for kind in MEMORY {
+        let started = Arc::new(Notify::new());
+        let dropped = Arc::new(Notify::new());
+        let (s1, d1) = (started.clone(), dropped.clone());
+        let server = Server::builder("stubborn", "1")
+            .tool(tool("stubborn"), move |_a, _cx| {
+                let (s1, guard) = (s1.clone(), Dropped(d1.clone()));
+                async move {
+                    let _guard = guard;
+                    s1.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok(CallToolResult::text("never"))
+                }
+            })
+            .build();
+        let (c, s) = pair(kind);
+        let running = server.serve(s);
+        let client = bounded("connect", Client::builder("t", "1").connect(c))
+            .await
+            .expect("connect");
+        let handle = client.handle();
+        let call = tokio::spawn(async move { handle.call_tool("stubborn", json!({})).await });
+        bounded("tool started", started.notified()).await;
+        drop(running);
+        // Well inside the close grace (2 s): the drop does not wait for it.
+        bounded_for(
+            Duration::from_millis(100),
+            "the handler's future is dropped with its connection",
+            dropped.notified(),
+        )
+        .await;
+        let result = bounded("the client's call ends", call).await.unwrap();
+        assert!(result.is_err(), "{kind:?}");
+        bounded("client close", client.close()).await;
+    }
+}
+
 /// Guarantee 2: after a call returns, `notifications_handled` waits exactly until the
 /// notifications sent before the result have run their handlers (no sleeps, no polls).
 #[tokio::test]

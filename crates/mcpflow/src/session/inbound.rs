@@ -3,11 +3,14 @@
 //!
 //! Admission never waits. A request past `max_concurrent_requests` waits for a slot (at
 //! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
-//! Each admitted request is a task in the session's `JoinSet`, with a child of the
-//! session's cancellation token that `notifications/cancelled`, close or drop trips.
+//! Each admitted request is a task of the session's [`TaskTracker`] with a cancellation
+//! token of its own (kept in the table of running requests) that
+//! `notifications/cancelled`, close or drop trips. The tokens have no common parent:
+//! a child token would take the parent's lock when made and when dropped, once per
+//! request, from every thread.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mcpflow_protocol::jsonrpc::Request;
@@ -15,8 +18,8 @@ use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::{Peer, Service, catch_unwind};
 use crate::error::SessionError;
@@ -29,8 +32,11 @@ pub(crate) struct Inbound {
     limit: usize,
     max_concurrent: usize,
     queue_capacity: usize,
-    tasks: Mutex<JoinSet<()>>,
-    root: CancellationToken,
+    tasks: TaskTracker,
+    /// Set when close begins: a request admitted from then on starts cancelled.
+    closing: AtomicBool,
+    /// Tripped when handlers outlive the last grace: every task drops its handler.
+    abort: CancellationToken,
     cancel_grace: std::time::Duration,
 }
 
@@ -53,8 +59,9 @@ impl Inbound {
             limit: max_concurrent + queue_capacity,
             max_concurrent,
             queue_capacity,
-            tasks: Mutex::new(JoinSet::new()),
-            root: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            closing: AtomicBool::new(false),
+            abort: CancellationToken::new(),
             cancel_grace,
         })
     }
@@ -83,22 +90,41 @@ impl Inbound {
             if self.admitted.load(Ordering::Acquire) >= self.limit {
                 return Err(Refusal::Busy(request.id));
             }
-            let token = self.root.child_token();
+            let token = CancellationToken::new();
             running.insert(request.id.clone(), token.clone());
             self.admitted.fetch_add(1, Ordering::AcqRel);
             token
         };
+        // Close sets the flag before it cancels what the table holds, so a request is
+        // either in the table then or sees the flag here.
+        if self.closing.load(Ordering::SeqCst) {
+            token.cancel();
+        }
         let this = self.clone();
         let service = service.clone();
         let peer = peer.with_related(request.id.clone());
-        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        while tasks.try_join_next().is_some() {}
-        tasks.spawn(this.run(request, token, service, peer));
+        self.tasks.spawn(this.run(request, token, service, peer));
         Ok(())
     }
 
+    /// One request's task: serve it, unless close gives up on it first.
     async fn run(
         self: Arc<Self>,
+        request: Request,
+        token: CancellationToken,
+        service: Arc<dyn Service>,
+        peer: Peer,
+    ) {
+        let serve = self.serve(request, token, service, peer);
+        tokio::select! {
+            biased;
+            () = serve => {}
+            () = self.abort.cancelled() => {}
+        }
+    }
+
+    async fn serve(
+        &self,
         request: Request,
         token: CancellationToken,
         service: Arc<dyn Service>,
@@ -234,41 +260,46 @@ impl Inbound {
     /// `grace` to finish first (the peer ended its stream but may still read answers).
     /// Whatever still runs after the last grace is aborted.
     pub(crate) async fn close(&self, grace: std::time::Duration, cancel_first: bool) {
-        let mut tasks =
-            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        self.tasks.close();
         if cancel_first {
-            self.root.cancel();
+            self.cancel_all();
         }
-        if join_all(&mut tasks, grace).await {
+        if self.join_all(grace).await {
             return;
         }
         if !cancel_first {
-            self.root.cancel();
-            if join_all(&mut tasks, grace).await {
+            self.cancel_all();
+            if self.join_all(grace).await {
                 return;
             }
         }
         tracing::warn!(
-            left = tasks.len(),
+            left = self.tasks.len(),
             "request handlers ignored cancellation; aborting them"
         );
-        tasks.shutdown().await;
+        self.abort.cancel();
+        self.tasks.wait().await;
     }
 
-    /// Abort everything now (the session was dropped).
+    /// Abort everything now (the session was dropped): each task drops its handler the
+    /// next time it is polled.
     pub(crate) fn abort_all(&self) {
-        self.root.cancel();
-        self.tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .abort_all();
+        self.cancel_all();
+        self.abort.cancel();
     }
-}
 
-async fn join_all(tasks: &mut JoinSet<()>, grace: std::time::Duration) -> bool {
-    tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} })
-        .await
-        .is_ok()
+    /// Cancel every admitted request, and every one admitted from now on.
+    fn cancel_all(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        for token in self.running().values() {
+            token.cancel();
+        }
+    }
+
+    /// Whether every task ended within `grace`.
+    async fn join_all(&self, grace: std::time::Duration) -> bool {
+        tokio::time::timeout(grace, self.tasks.wait()).await.is_ok()
+    }
 }
 
 struct AdmittedGuard<'a>(&'a AtomicUsize);
