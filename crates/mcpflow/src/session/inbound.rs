@@ -1,5 +1,5 @@
 //! Requests from the peer: admission under the concurrency limit, the bounded queue,
-//! cancellation, and the [`RequestContext`] a handler gets.
+//! cancellation, and the task that runs each request's handler.
 //!
 //! Admission never waits. A request past `max_concurrent_requests` waits for a slot (at
 //! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
@@ -11,18 +11,15 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Peer, Service, catch_unwind};
-use crate::error::SessionError;
+use super::{Peer, RequestContext, Service, catch_unwind};
 use crate::transport::FrameKind;
 
 pub(crate) struct Inbound {
@@ -161,14 +158,12 @@ impl Inbound {
             }
         };
         let method = super::method_name(&request.method);
-        let (meta, progress_token) = request_meta(request.params.as_deref());
-        let cx = RequestContext {
-            id: id.clone(),
-            progress_token,
-            meta,
-            cancel: token.clone(),
-            peer: peer.clone(),
-        };
+        let cx = RequestContext::new(
+            id.clone(),
+            request.params.as_deref(),
+            token.clone(),
+            peer.clone(),
+        );
         let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
         let handler = catch_unwind(tracing::Instrument::instrument(
             service.handle_request(request, cx),
@@ -307,136 +302,5 @@ struct AdmittedGuard<'a>(&'a AtomicUsize);
 impl Drop for AdmittedGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A request's `params._meta` as received, decoded into a map only when a handler asks.
-#[derive(Debug)]
-struct RequestMeta {
-    raw: Box<RawValue>,
-    map: OnceLock<Option<serde_json::Map<String, serde_json::Value>>>,
-}
-
-/// The request's `params._meta` (when present) and its progress token (when that is a
-/// string or an integer), read once when the request starts, without decoding the rest
-/// of the params.
-fn request_meta(params: Option<&RawValue>) -> (Option<Arc<RequestMeta>>, Option<Box<RawValue>>) {
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(rename = "_meta", borrow)]
-        meta: Option<&'a RawValue>,
-    }
-    #[derive(Deserialize)]
-    struct Meta<'a> {
-        #[serde(rename = "progressToken", borrow)]
-        token: Option<&'a RawValue>,
-    }
-    // A `_meta` key written with escapes is rare enough to pay for the full parse.
-    let Some(params) = params
-        .filter(|p| super::META_KEY.find(p.get().as_bytes()).is_some() || p.get().contains('\\'))
-    else {
-        return (None, None);
-    };
-    let Some(meta) = serde_json::from_str::<Params<'_>>(params.get())
-        .ok()
-        .and_then(|p| p.meta)
-        .filter(|m| m.get().starts_with('{'))
-    else {
-        return (None, None);
-    };
-    let token = serde_json::from_str::<Meta<'_>>(meta.get())
-        .ok()
-        .and_then(|m| m.token)
-        .filter(|t| {
-            let text = t.get();
-            text.starts_with('"') || text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok()
-        })
-        .map(RawValue::to_owned);
-    let meta = RequestMeta {
-        raw: meta.to_owned(),
-        map: OnceLock::new(),
-    };
-    (Some(Arc::new(meta)), token)
-}
-
-/// What a request handler gets besides the params: its id, its cancellation token, its
-/// progress token and a [`Peer`] whose messages are tagged as sent on behalf of this
-/// request (HTTP routes them onto this request's stream).
-#[derive(Clone, Debug)]
-pub struct RequestContext {
-    id: RequestId,
-    progress_token: Option<Box<RawValue>>,
-    meta: Option<Arc<RequestMeta>>,
-    cancel: CancellationToken,
-    peer: Peer,
-}
-
-impl RequestContext {
-    /// The request's id.
-    pub fn id(&self) -> &RequestId {
-        &self.id
-    }
-
-    /// The peer, for requests and notifications related to this request.
-    pub fn peer(&self) -> &Peer {
-        &self.peer
-    }
-
-    /// Tripped when the peer cancels the request or the connection closes.
-    pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
-    }
-
-    /// Whether the request was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-
-    /// The request's `params._meta`, as the peer sent it (vendor keys included).
-    pub fn meta(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
-        let meta = self.meta.as_deref()?;
-        meta.map
-            .get_or_init(|| serde_json::from_str(meta.raw.get()).ok())
-            .as_ref()
-    }
-
-    /// The progress token the peer sent, as raw JSON.
-    pub fn progress_token(&self) -> Option<&RawValue> {
-        self.progress_token.as_deref()
-    }
-
-    /// Send `notifications/progress` for this request. Does nothing when the peer did
-    /// not ask for progress (no token).
-    ///
-    /// # Errors
-    /// [`SessionError::Closed`] when the connection has ended.
-    pub async fn report_progress(
-        &self,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<(), SessionError> {
-        let Some(token) = &self.progress_token else {
-            return Ok(());
-        };
-        #[derive(serde::Serialize)]
-        struct Params<'a> {
-            #[serde(rename = "progressToken")]
-            token: &'a RawValue,
-            progress: f64,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            total: Option<f64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            message: Option<&'a str>,
-        }
-        let params = Params {
-            token,
-            progress,
-            total,
-            message,
-        };
-        self.peer
-            .notify_raw("notifications/progress", Some(&params))
-            .await
     }
 }

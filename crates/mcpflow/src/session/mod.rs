@@ -30,7 +30,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -52,13 +51,14 @@ use crate::config::SessionConfig;
 use crate::error::{CloseReason, SessionError};
 use crate::transport::{FrameKind, FrameMeta, Transport};
 
+mod context;
 mod inbound;
 mod lane;
 mod pending;
 mod reader;
 mod writer;
 
-pub use inbound::RequestContext;
+pub use context::RequestContext;
 pub use pending::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
 
 use inbound::Inbound;
@@ -552,21 +552,37 @@ fn request_frame<P: Serialize + ?Sized>(
         let message = Message::request(RequestId::number(id), method, params);
         return Ok((serialize(&message), alias));
     }
-    let member = progress_member(id, bytes.get(start + 1) == Some(&b'}'));
-    bytes.splice(start + 1..start + 1, member.bytes());
+    let member = ProgressMember::new(id, bytes.get(start + 1) == Some(&b'}'));
+    bytes.splice(start + 1..start + 1, member.as_bytes().iter().copied());
     bytes.push(b'}');
     Ok((bytes, None))
 }
 
 /// `"_meta":{"progressToken":ID}` as the first member of an object, with the comma
-/// that separates it from the rest unless the object is otherwise `empty`.
-fn progress_member(id: i64, empty: bool) -> String {
-    let mut member = String::with_capacity(40);
-    let _ = write!(member, r#""_meta":{{"progressToken":{id}}}"#);
-    if !empty {
-        member.push(',');
+/// that separates it from the rest unless the object is otherwise `empty`. Written on
+/// the stack: every call that asks for progress has one.
+struct ProgressMember {
+    bytes: [u8; 48],
+    len: usize,
+}
+
+impl ProgressMember {
+    fn new(id: i64, empty: bool) -> ProgressMember {
+        use std::io::Write as _;
+        let mut bytes = [0; 48];
+        let mut rest = &mut bytes[..];
+        // 47 bytes at most (an id of 20 characters), so this cannot run out of room.
+        let _ = write!(rest, r#""_meta":{{"progressToken":{id}}}"#);
+        if !empty {
+            let _ = rest.write_all(b",");
+        }
+        let len = 48 - rest.len();
+        ProgressMember { bytes, len }
     }
-    member
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Put the progress token and `_meta` entries into the params, as the options ask.
@@ -587,11 +603,12 @@ fn with_meta(
             && !text.contains("\"_meta\"")
         {
             let rest = rest.trim_start();
-            let mut spliced = String::with_capacity(40 + rest.len());
-            spliced.push('{');
-            spliced.push_str(&progress_member(id, rest.starts_with('}')));
-            spliced.push_str(rest);
-            if let Ok(raw) = RawValue::from_string(spliced) {
+            let mut spliced = Vec::with_capacity(48 + rest.len());
+            spliced.push(b'{');
+            spliced.extend_from_slice(ProgressMember::new(id, rest.starts_with('}')).as_bytes());
+            spliced.extend_from_slice(rest.as_bytes());
+            let spliced = String::from_utf8(spliced).ok();
+            if let Some(raw) = spliced.and_then(|text| RawValue::from_string(text).ok()) {
                 return Ok((Some(raw), None));
             }
         }
@@ -954,6 +971,26 @@ mod tests {
     fn spliced(params: Option<Box<RawValue>>, options: &RequestOptions) -> serde_json::Value {
         let (params, _) = with_meta("m", params, options, 7).expect("object params");
         serde_json::from_str(params.expect("params").get()).expect("valid JSON")
+    }
+
+    #[test]
+    fn the_progress_member_fits_every_id() {
+        for (id, empty, text) in [
+            (7, true, r#""_meta":{"progressToken":7}"#),
+            (7, false, r#""_meta":{"progressToken":7},"#),
+            (
+                i64::MIN,
+                false,
+                r#""_meta":{"progressToken":-9223372036854775808},"#,
+            ),
+            (
+                i64::MAX,
+                true,
+                r#""_meta":{"progressToken":9223372036854775807}"#,
+            ),
+        ] {
+            assert_eq!(ProgressMember::new(id, empty).as_bytes(), text.as_bytes());
+        }
     }
 
     #[test]
