@@ -351,6 +351,31 @@ impl Message {
         }
     }
 
+    /// Write what precedes the params of a request
+    /// (`{"jsonrpc":"2.0","id":ID,"method":METHOD,"params":`); the params and a closing
+    /// `}` complete it, as [`write_json`](Self::write_json) would write it.
+    ///
+    /// ```
+    /// use mcpflow_protocol::{Message, RequestId};
+    /// use serde_json::value::RawValue;
+    ///
+    /// let params = RawValue::from_string("{}".to_owned())?;
+    /// let mut whole = Vec::new();
+    /// Message::request(RequestId::number(7), "tools/list", Some(params)).write_json(&mut whole);
+    ///
+    /// let mut frame = Vec::new();
+    /// Message::write_request_head(&RequestId::number(7), "tools/list", &mut frame);
+    /// frame.extend_from_slice(b"{}}");
+    /// assert_eq!(frame, whole);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn write_request_head(id: &RequestId, method: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        id.write_json(out);
+        write_method_params(out, method, None);
+        out.extend_from_slice(br#","params":"#);
+    }
+
     /// Write what precedes the result of a response with id `id`
     /// (`{"jsonrpc":"2.0","id":ID,"result":`); the result and a closing `}` complete
     /// it, as [`write_json`](Self::write_json) would write it.

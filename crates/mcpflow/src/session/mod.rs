@@ -528,10 +528,7 @@ fn request_frame<P: Serialize + ?Sized>(
         detail: format!("params do not serialize: {e}"),
     };
     let mut bytes = Vec::with_capacity(160);
-    let message = Message::request(RequestId::number(id), method, None);
-    message.write_json(&mut bytes);
-    bytes.pop(); // the closing `}`
-    bytes.extend_from_slice(br#","params":"#);
+    Message::write_request_head(&RequestId::number(id), method, &mut bytes);
     let start = bytes.len();
     serde_json::to_writer(&mut bytes, params).map_err(codec)?;
     if !options.want_progress && options.meta.is_none() {
