@@ -454,3 +454,111 @@ fn an_unreachable_url_exits_three_with_the_cause() {
         describe(&run)
     );
 }
+
+/// `mcpflow serve` with its stdin and stdout given as `kind` (each its own pair, as
+/// clients make them), driven line by line: every answer arrives, and the server ends
+/// when its input does. Each read is bounded by a timeout.
+fn serve_over(kind: &str) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    let (mut to_server, server_in, server_out, from_server): (
+        Box<dyn Write>,
+        OwnedFd,
+        OwnedFd,
+        Box<dyn Read + Send>,
+    ) = if kind == "sockets" {
+        let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+        let (ours_out, theirs_out) = UnixStream::pair().unwrap();
+        ours_out.set_read_timeout(Some(LIMIT)).unwrap();
+        (
+            Box::new(ours_in),
+            theirs_in.into(),
+            theirs_out.into(),
+            Box::new(ours_out),
+        )
+    } else {
+        let (their_in, our_in) = std::io::pipe().unwrap();
+        let (our_out, their_out) = std::io::pipe().unwrap();
+        (
+            Box::new(our_in),
+            their_in.into(),
+            their_out.into(),
+            Box::new(our_out),
+        )
+    };
+    let mut child = Command::new(BIN)
+        .args(["serve", "everything"])
+        .stdin(Stdio::from(server_in))
+        .stdout(Stdio::from(server_out))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Answers are read on a thread, so a silent server fails the test instead of
+    // blocking it.
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    let reader = thread::spawn(move || {
+        for line in BufReader::new(from_server).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let ask = |to_server: &mut Box<dyn Write>, request: &str, id: u64| -> String {
+        writeln!(to_server, "{request}").unwrap();
+        to_server.flush().unwrap();
+        loop {
+            let line = lines
+                .recv_timeout(LIMIT)
+                .unwrap_or_else(|_| panic!("no answer to {request} over {kind}"));
+            if line.contains(&format!(r#""id":{id}"#)) {
+                return line;
+            }
+        }
+    };
+    let init = ask(
+        &mut to_server,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        1,
+    );
+    assert!(init.contains("protocolVersion"), "{init}");
+    writeln!(
+        to_server,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    for id in 2..50 {
+        let tools = ask(
+            &mut to_server,
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#),
+            id,
+        );
+        assert!(tools.contains(r#""tools""#), "{tools}");
+    }
+    drop(to_server);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("the server did not end with its input over {kind}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status} over {kind}");
+    reader.join().unwrap();
+}
+
+#[test]
+fn serve_answers_over_sockets_as_node_clients_give_them() {
+    serve_over("sockets");
+}
+
+#[test]
+fn serve_answers_over_pipes() {
+    serve_over("pipes");
+}
