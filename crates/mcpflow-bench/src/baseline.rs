@@ -209,6 +209,29 @@ pub(crate) fn first_text(raw: &RawValue) -> Result<String, String> {
         .ok_or_else(|| "empty result".to_owned())
 }
 
+/// Stdin and stdout as non-blocking pipes driven by the runtime's I/O driver, stdout's
+/// pipe grown to 1 MiB where Linux allows it: the no-SDK limit for stdio, as fast as
+/// the SDKs' own pipe transports can be.
+pub fn stdio_pipes() -> std::io::Result<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
+    #[cfg(target_os = "linux")]
+    {
+        #[allow(unsafe_code)]
+        // SAFETY: fcntl(F_SETPIPE_SZ) with an integer argument on a descriptor this
+        // process owns touches no memory of ours; a refusal leaves the pipe as it was.
+        let _ = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 1024 * 1024) };
+    }
+    Ok((
+        tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?,
+        tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?,
+    ))
+}
+
 /// Serve `echo`, `progress` and `big` until the input ends.
 pub async fn serve<R, W>(r: R, w: W)
 where

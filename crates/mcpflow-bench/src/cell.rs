@@ -29,7 +29,7 @@ const REST_SETTLE: Duration = Duration::from_millis(200);
 /// One JSON line of `--json`; inapplicable fields are null.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct Measurement {
-    /// `mcpflow`, `baseline`, `rmcp` or `rmcp-pipes`.
+    /// `mcpflow`, `baseline`, `baseline-pipes`, `rmcp` or `rmcp-pipes`.
     pub system: String,
     /// `memory`, `stdio` or `http`.
     pub transport: String,
@@ -55,7 +55,7 @@ pub struct Measurement {
     /// process (client and server) in memory.
     pub rss_kib: Option<u64>,
     /// Of `rss_kib`, the anonymous memory (heap, stacks): `RssAnon`. The rest is pages
-    /// of this executable, which links all four systems.
+    /// of this executable, which links every system.
     pub rss_anon_kib: Option<u64>,
     /// Why the cell failed, if it did.
     pub error: Option<String>,
@@ -174,9 +174,9 @@ async fn connect(system: &str, transport: &str) -> Result<Connected, String> {
             let (cr, cw) = tokio::io::split(a);
             Conn::Baseline(baseline::Client::connect(cr, cw, log).await?)
         }
-        ("baseline", "stdio") => {
+        ("baseline" | "baseline-pipes", "stdio") => {
             let mut child = tokio::process::Command::new(current_exe()?)
-                .args(["serve", "baseline"])
+                .args(["serve", system])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())

@@ -29,7 +29,15 @@ use tokio::io::AsyncReadExt;
 use crate::cell::{Measurement, Sizes};
 
 /// Every system, in table order.
-const SYSTEMS: [&str; 4] = ["baseline", "mcpflow", "rmcp", "rmcp-pipes"];
+const SYSTEMS: [&str; 5] = [
+    "baseline",
+    "baseline-pipes",
+    "mcpflow",
+    "rmcp",
+    "rmcp-pipes",
+];
+/// Systems run only when named with `--system`.
+const ON_REQUEST: [&str; 1] = ["baseline-pipes"];
 /// Every transport.
 const TRANSPORTS: [&str; 3] = ["memory", "stdio", "http"];
 /// Every workload.
@@ -50,7 +58,9 @@ struct Cli {
     /// Print one JSON line per measurement (the table then goes to stderr).
     #[arg(long)]
     json: bool,
-    /// Only these systems (comma-separated: baseline, mcpflow, rmcp, rmcp-pipes).
+    /// Only these systems (comma-separated: baseline, mcpflow, rmcp, rmcp-pipes; and
+    /// baseline-pipes, the baseline's server on non-blocking stdio pipes, which runs
+    /// only when named).
     #[arg(long, value_delimiter = ',')]
     system: Vec<String>,
     /// Only these transports (memory, stdio, http).
@@ -70,7 +80,7 @@ enum Command {
     /// with `--http` over streamable HTTP on 127.0.0.1, printing the URL first.
     #[command(hide = true)]
     Serve {
-        /// baseline, mcpflow, rmcp or rmcp-pipes (stdio only).
+        /// baseline, mcpflow, rmcp, or (stdio only) baseline-pipes or rmcp-pipes.
         system: String,
         /// Serve over HTTP until stdin closes.
         #[arg(long)]
@@ -147,6 +157,13 @@ fn main() {
 async fn serve(system: &str) -> i32 {
     match system {
         "baseline" => baseline::serve(tokio::io::stdin(), tokio::io::stdout()).await,
+        "baseline-pipes" => match baseline::stdio_pipes() {
+            Ok((stdin, stdout)) => baseline::serve(stdin, stdout).await,
+            Err(e) => {
+                eprintln!("mcpflow-bench serve {system}: {e}");
+                return 1;
+            }
+        },
         "mcpflow" => {
             mcpflow_sys::server()
                 .serve(mcpflow::transport::stdio::stdio())
@@ -186,7 +203,10 @@ fn selected<'a>(all: &[&'a str], filter: &[String]) -> Vec<&'a str> {
 }
 
 async fn orchestrate(cli: &Cli) -> i32 {
-    let systems = selected(&SYSTEMS, &cli.system);
+    let mut systems = selected(&SYSTEMS, &cli.system);
+    if cli.system.is_empty() {
+        systems.retain(|s| !ON_REQUEST.contains(s));
+    }
     let transports = selected(&TRANSPORTS, &cli.transport);
     let workloads = selected(&WORKLOADS, &cli.workload);
     if systems.is_empty() || transports.is_empty() || workloads.is_empty() {
@@ -200,7 +220,7 @@ async fn orchestrate(cli: &Cli) -> i32 {
                 let mut order: Vec<&str> = systems
                     .iter()
                     .copied()
-                    .filter(|s| transport == "stdio" || *s != "rmcp-pipes")
+                    .filter(|s| transport == "stdio" || !s.ends_with("-pipes"))
                     .collect();
                 if !order.is_empty() {
                     let shift = (round as usize - 1) % order.len();
