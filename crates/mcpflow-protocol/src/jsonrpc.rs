@@ -90,10 +90,7 @@ impl RequestId {
 
     fn write_json(&self, out: &mut Vec<u8>) {
         match &self.0 {
-            // Formatted straight into `out`: writing to a Vec cannot fail.
-            IdRepr::Number(n) => {
-                let _ = std::io::Write::write_fmt(out, format_args!("{n}"));
-            }
+            IdRepr::Number(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
             IdRepr::String(s) => write_json_string(out, s),
         }
     }
@@ -954,6 +951,8 @@ mod tests {
                 RequestId::number(-4),
                 to_raw(&serde_json::json!({})).unwrap(),
             ),
+            Message::response(RequestId::number(i64::MIN), to_raw(&1).unwrap()),
+            Message::response(RequestId::number(i64::MAX), to_raw(&2).unwrap()),
             Message::error(None, ErrorObject::method_not_found("x/y")),
         ];
         for m in msgs {

@@ -529,15 +529,21 @@ fn request_frame<P: Serialize + ?Sized>(
     };
     let mut bytes = Vec::with_capacity(160);
     Message::write_request_head(&RequestId::number(id), method, &mut bytes);
+    // The token is written ahead of the params, so they need not move to make room
+    // for it: the params' own `{` becomes the comma after it.
+    let token_first = options.want_progress && options.meta.is_none();
+    if token_first {
+        bytes.push(b'{');
+        write_progress_member(&mut bytes, id);
+    }
     let start = bytes.len();
     serde_json::to_writer(&mut bytes, params).map_err(codec)?;
     if !options.want_progress && options.meta.is_none() {
         bytes.push(b'}');
         return Ok((bytes, None));
     }
-    let simple = options.meta.is_none()
-        && bytes.get(start) == Some(&b'{')
-        && META_KEY.find(&bytes[start..]).is_none();
+    let simple =
+        token_first && bytes.get(start) == Some(&b'{') && META_KEY.find(&bytes[start..]).is_none();
     if !simple {
         // The rare cases: merge into an existing `_meta`, or add the options' entries.
         let text = std::str::from_utf8(&bytes[start..]).map_err(|e| SessionError::Codec {
@@ -549,37 +555,22 @@ fn request_frame<P: Serialize + ?Sized>(
         let message = Message::request(RequestId::number(id), method, params);
         return Ok((serialize(&message), alias));
     }
-    let member = ProgressMember::new(id, bytes.get(start + 1) == Some(&b'}'));
-    bytes.splice(start + 1..start + 1, member.as_bytes().iter().copied());
+    if bytes.get(start + 1) == Some(&b'}') {
+        // The params were `{}`: the token is all they hold.
+        bytes.truncate(start);
+        bytes.push(b'}');
+    } else {
+        bytes[start] = b',';
+    }
     bytes.push(b'}');
     Ok((bytes, None))
 }
 
-/// `"_meta":{"progressToken":ID}` as the first member of an object, with the comma
-/// that separates it from the rest unless the object is otherwise `empty`. Written on
-/// the stack: every call that asks for progress has one.
-struct ProgressMember {
-    bytes: [u8; 48],
-    len: usize,
-}
-
-impl ProgressMember {
-    fn new(id: i64, empty: bool) -> ProgressMember {
-        use std::io::Write as _;
-        let mut bytes = [0; 48];
-        let mut rest = &mut bytes[..];
-        // 47 bytes at most (an id of 20 characters), so this cannot run out of room.
-        let _ = write!(rest, r#""_meta":{{"progressToken":{id}}}"#);
-        if !empty {
-            let _ = rest.write_all(b",");
-        }
-        let len = 48 - rest.len();
-        ProgressMember { bytes, len }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
+/// Append `"_meta":{"progressToken":ID}`, a member of a request's params.
+fn write_progress_member(out: &mut Vec<u8>, id: i64) {
+    out.extend_from_slice(br#""_meta":{"progressToken":"#);
+    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    out.push(b'}');
 }
 
 /// Put the progress token and `_meta` entries into the params, as the options ask.
@@ -602,7 +593,10 @@ fn with_meta(
             let rest = rest.trim_start();
             let mut spliced = Vec::with_capacity(48 + rest.len());
             spliced.push(b'{');
-            spliced.extend_from_slice(ProgressMember::new(id, rest.starts_with('}')).as_bytes());
+            write_progress_member(&mut spliced, id);
+            if !rest.starts_with('}') {
+                spliced.push(b',');
+            }
             spliced.extend_from_slice(rest.as_bytes());
             let spliced = String::from_utf8(spliced).ok();
             if let Some(raw) = spliced.and_then(|text| RawValue::from_string(text).ok()) {
@@ -971,22 +965,18 @@ mod tests {
     }
 
     #[test]
-    fn the_progress_member_fits_every_id() {
-        for (id, empty, text) in [
-            (7, true, r#""_meta":{"progressToken":7}"#),
-            (7, false, r#""_meta":{"progressToken":7},"#),
+    fn the_progress_member_is_written_for_every_id() {
+        for (id, text) in [
+            (7, r#""_meta":{"progressToken":7}"#),
             (
                 i64::MIN,
-                false,
-                r#""_meta":{"progressToken":-9223372036854775808},"#,
+                r#""_meta":{"progressToken":-9223372036854775808}"#,
             ),
-            (
-                i64::MAX,
-                true,
-                r#""_meta":{"progressToken":9223372036854775807}"#,
-            ),
+            (i64::MAX, r#""_meta":{"progressToken":9223372036854775807}"#),
         ] {
-            assert_eq!(ProgressMember::new(id, empty).as_bytes(), text.as_bytes());
+            let mut out = Vec::new();
+            write_progress_member(&mut out, id);
+            assert_eq!(out, text.as_bytes());
         }
     }
 
@@ -994,6 +984,7 @@ mod tests {
     fn typed_params_are_framed_as_raw_ones_are() {
         let cases = [
             serde_json::json!({}),
+            serde_json::json!({"name": "x", "arguments": {"text": "}{"}}),
             serde_json::json!({"name": "x", "arguments": {"_meta": 1}}),
             serde_json::json!({"_meta": {"k": 1}, "name": "y"}),
             serde_json::json!({"_meta": {"progressToken": "mine"}}),
@@ -1017,6 +1008,21 @@ mod tests {
             }
         }
         assert!(request_frame("m", &[1], &RequestOptions::new().with_progress_token(), 7).is_err());
+        // The token as the params' first member, in one compact frame.
+        let progress = RequestOptions::new().with_progress_token();
+        for (params, frame) in [
+            (
+                serde_json::json!({}),
+                r#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"progressToken":7}}}"#,
+            ),
+            (
+                serde_json::json!({"name": "x"}),
+                r#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"progressToken":7},"name":"x"}}"#,
+            ),
+        ] {
+            let (direct, _) = request_frame("m", &params, &progress, 7).unwrap();
+            assert_eq!(String::from_utf8(direct).unwrap(), frame);
+        }
     }
 
     #[test]
