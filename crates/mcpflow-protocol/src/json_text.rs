@@ -1,9 +1,12 @@
 //! JSON string literals written a chunk at a time: the bytes `serde_json` writes. Where
 //! serde_json looks up each byte in turn, this checks 32 at once, so long runs without
 //! escapes go several times faster; text dense with escapes costs about the same.
+//! [`wrap_in_place`] writes one inside the text's own buffer.
 
 /// Bytes checked at once for anything that needs an escape.
 const CHUNK: usize = 32;
+/// Bytes of text [`wrap_in_place`] moves at a time (their escapes are listed first).
+const BLOCK: usize = 8 * 1024;
 
 /// Append `s` as a JSON string literal, byte for byte what `serde_json` writes.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
@@ -44,22 +47,83 @@ fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
         .map(|p| at + p)
 }
 
+/// `prefix`, `text` as a JSON string literal (what [`write_str`] writes), then `suffix`,
+/// written in the text's own buffer. The buffer grows once, by the escapes and the two
+/// ends, and the text moves right into place a block at a time from its end, so no
+/// second buffer the size of the text is ever made.
+pub(crate) fn wrap_in_place(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
+    let mut buf = text.into_bytes();
+    let len = buf.len();
+    let mut escaped_len = len;
+    let mut at = 0;
+    while let Some(i) = next_escape(&buf, at) {
+        escaped_len += escape(buf[i]).1 - 1;
+        at = i + 1;
+    }
+    let total = prefix.len() + escaped_len + 2 + suffix.len();
+    // Exactly: `resize` alone would double the capacity of a buffer that is full.
+    buf.reserve_exact(total - len);
+    buf.resize(total, 0);
+    // Everything is written from the end. The text still to move is `buf[..end]`; its
+    // place ends at `dst`, which stays past `end` (the opening quote comes first, and
+    // escapes only lengthen), so nothing is overwritten before it is read.
+    let mut dst = total - suffix.len();
+    buf[dst..].copy_from_slice(suffix);
+    dst -= 1;
+    buf[dst] = b'"';
+    let mut escapes = Vec::new();
+    let mut end = len;
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        escapes.clear();
+        let mut at = start;
+        while let Some(i) = next_escape(&buf[..end], at) {
+            escapes.push(i);
+            at = i + 1;
+        }
+        for &i in escapes.iter().rev() {
+            dst -= end - (i + 1);
+            buf.copy_within(i + 1..end, dst);
+            let (seq, n) = escape(buf[i]);
+            dst -= n;
+            buf[dst..dst + n].copy_from_slice(&seq[..n]);
+            end = i;
+        }
+        dst -= end - start;
+        buf.copy_within(start..end, dst);
+        end = start;
+    }
+    dst -= 1;
+    buf[dst] = b'"';
+    buf[..prefix.len()].copy_from_slice(prefix);
+    buf
+}
+
 const fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
 fn write_escape(out: &mut Vec<u8>, b: u8) {
+    let (seq, n) = escape(b);
+    out.extend_from_slice(&seq[..n]);
+}
+
+/// The escape sequence for `b` (one [`needs_escape`] picks) and its length.
+fn escape(b: u8) -> ([u8; 6], usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     match ESCAPE[usize::from(b)] {
-        b'u' => out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(b >> 4)],
-            HEX[usize::from(b & 0xf)],
-        ]),
-        short => out.extend_from_slice(&[b'\\', short]),
+        b'u' => (
+            [
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ],
+            6,
+        ),
+        short => ([b'\\', short, 0, 0, 0, 0], 2),
     }
 }
 
@@ -139,6 +203,53 @@ mod tests {
                 serde_json::to_string(case).unwrap(),
                 "{case:?}"
             );
+        }
+    }
+
+    #[test]
+    fn wraps_in_place_what_serde_json_writes() {
+        let mut cases: Vec<String> = vec![
+            String::new(),
+            "plain".into(),
+            (0u8..0x80).map(char::from).collect(),
+            "x".repeat(BLOCK),
+            "x".repeat(3 * BLOCK + 7),
+            format!("{}\n{}", "a".repeat(BLOCK - 1), "b".repeat(BLOCK)),
+            format!("\"{}\u{1}", "a".repeat(BLOCK)),
+            "\n".repeat(2 * BLOCK + 3),
+            "\u{1}".repeat(BLOCK + 1),
+        ];
+        // Escapes of every kind, scattered across block and chunk edges.
+        let alphabet: Vec<char> = "ab \"\\\n\r\t\u{8}\u{c}\u{1}\u{1f}é日🎉".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for len in [1, 100, BLOCK - 1, BLOCK + 1, 5 * BLOCK / 2] {
+            for _ in 0..4 {
+                let text = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        if seed.is_multiple_of(8) {
+                            alphabet[(seed >> 8) as usize % alphabet.len()]
+                        } else {
+                            'x'
+                        }
+                    })
+                    .collect();
+                cases.push(text);
+            }
+        }
+        for (prefix, suffix) in [
+            (&b""[..], &b""[..]),
+            (b"{\"text\":", b"}],\"isError\":false}"),
+        ] {
+            for case in &cases {
+                let mut expected = prefix.to_vec();
+                expected.extend_from_slice(serde_json::to_string(case).unwrap().as_bytes());
+                expected.extend_from_slice(suffix);
+                let wrapped = wrap_in_place(case.clone(), prefix, suffix);
+                assert!(wrapped == expected, "{case:?}");
+            }
         }
     }
 }

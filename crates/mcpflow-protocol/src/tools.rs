@@ -453,6 +453,71 @@ impl CallToolResult {
         self.is_error == Some(true)
     }
 
+    /// About how many bytes the content carries: its text and its (base64) data, and a
+    /// rough 256 for each block of another kind. A guide for sizing buffers.
+    ///
+    /// ```
+    /// use mcpflow_protocol::CallToolResult;
+    ///
+    /// assert_eq!(CallToolResult::text("four").payload_len(), 4);
+    /// ```
+    pub fn payload_len(&self) -> usize {
+        self.content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text(t) => t.text.len(),
+                ContentBlock::Image(i) => i.data.len(),
+                ContentBlock::Audio(a) => a.data.len(),
+                _ => 256,
+            })
+            .sum()
+    }
+
+    /// This result as compact JSON, consuming it: the bytes [`write_json`](Self::write_json)
+    /// writes. A result that is one plain text block (no annotations or metadata) with
+    /// nothing else but `isError` is written inside the text's own buffer, so a large
+    /// text costs no second buffer of its size; any other result is written into a
+    /// buffer sized for its text and data.
+    ///
+    /// # Errors
+    /// As [`write_json`](Self::write_json).
+    ///
+    /// ```
+    /// use mcpflow_protocol::CallToolResult;
+    ///
+    /// let result = CallToolResult::text("line one\nline \"two\"");
+    /// let expected = serde_json::to_vec(&result)?;
+    /// assert_eq!(result.into_json()?, expected);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn into_json(mut self) -> Result<Vec<u8>, serde_json::Error> {
+        let plain = self.content.len() == 1
+            && self.structured_content.is_none()
+            && self.meta.is_none()
+            && self.extra.is_empty()
+            && matches!(
+                &self.content[0],
+                ContentBlock::Text(t) if t.annotations.is_none() && t.meta.is_none() && t.extra.is_empty()
+            );
+        if plain && let Some(ContentBlock::Text(text)) = self.content.pop() {
+            let suffix: &[u8] = match self.is_error {
+                None => b"}]}",
+                Some(false) => br#"}],"isError":false}"#,
+                Some(true) => br#"}],"isError":true}"#,
+            };
+            return Ok(crate::json_text::wrap_in_place(
+                text.text,
+                br#"{"content":[{"type":"text","text":"#,
+                suffix,
+            ));
+        }
+        let payload = self.payload_len();
+        // Room for the envelope and a few escapes; more escapes just grow the buffer.
+        let mut out = Vec::with_capacity(payload + payload / 64 + 4096);
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
     /// Append this result as compact JSON to `out`: the bytes `serde_json::to_writer`
     /// writes, with the text of plain text blocks escaped a chunk at a time instead of
     /// a byte at a time (several times faster for long runs without escapes, about the
@@ -521,6 +586,47 @@ impl CallToolResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn into_json_writes_what_serde_json_writes() {
+        let mut annotated = crate::content::TextContent::new("annotated");
+        annotated.meta = Some(json!({"k": 1}).as_object().cloned().unwrap());
+        let mut flagged = CallToolResult::text("ok \"quoted\"\n");
+        flagged.is_error = Some(false);
+        let mut unflagged = CallToolResult::text("no flag");
+        unflagged.is_error = None;
+        let mut with_meta = CallToolResult::text("with meta");
+        with_meta.meta = Some(json!({"m": true}).as_object().cloned().unwrap());
+        let results = [
+            CallToolResult::default(),
+            CallToolResult::text(format!("{}\u{1}\n\"é🎉\\", "x".repeat(20_000))),
+            CallToolResult::error("it failed"),
+            flagged,
+            unflagged,
+            with_meta,
+            CallToolResult::structured(json!({"a": 1})),
+            CallToolResult {
+                content: vec![ContentBlock::Text(annotated)],
+                ..CallToolResult::default()
+            },
+            CallToolResult {
+                content: vec![
+                    ContentBlock::Text(crate::content::TextContent::new("one")),
+                    ContentBlock::Text(crate::content::TextContent::new("two")),
+                ],
+                ..CallToolResult::default()
+            },
+        ];
+        for result in results {
+            let expected = serde_json::to_vec(&result).unwrap();
+            let got = result.clone().into_json().unwrap();
+            assert!(
+                got == expected,
+                "{result:?}: {}",
+                String::from_utf8_lossy(&got)
+            );
+        }
+    }
 
     #[test]
     fn write_json_writes_what_serde_json_writes() {

@@ -12,10 +12,10 @@ use mcpflow_protocol::resources::{
     SubscribeRequestParams,
 };
 use mcpflow_protocol::{
-    CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock, EmptyResult, ErrorCode,
-    ErrorObject, GetPromptRequestParams, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    SetLevelRequestParams, Tool,
+    CallToolResult, CompleteRequestParams, CompleteResult, EmptyResult, ErrorCode, ErrorObject,
+    GetPromptRequestParams, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, SetLevelRequestParams,
+    Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -48,31 +48,19 @@ fn result<T: Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
     serde_json::value::to_raw_value(value).map_err(ErrorObject::internal)
 }
 
-/// A tool result at least this large (by its text and data) is serialized into a
-/// buffer sized for it up front.
+/// A tool result at least this large (by its text and data) is serialized by
+/// [`CallToolResult::into_json`].
 const LARGE_RESULT_BYTES: usize = 1024 * 1024;
 
-/// A tool's result as raw JSON. A large one is written into a buffer of about its final
-/// size instead of one that doubles its way there, which would hold the old and the new
-/// buffer at once (half as much memory again, at the peak, as the result itself).
-fn tool_result(call: &CallToolResult) -> Result<Box<RawValue>, ErrorObject> {
-    let payload: usize = call
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => t.text.len(),
-            ContentBlock::Image(i) => i.data.len(),
-            ContentBlock::Audio(a) => a.data.len(),
-            _ => 256,
-        })
-        .sum();
-    if payload < LARGE_RESULT_BYTES {
-        return result(call);
+/// A tool's result as raw JSON. A large one is serialized consuming it: one text block
+/// is escaped inside its own buffer, anything else is written into a buffer of about its
+/// final size instead of one that doubles its way there (which would hold the old and
+/// the new buffer at once: half as much memory again, at the peak, as the result).
+fn tool_result(call: CallToolResult) -> Result<Box<RawValue>, ErrorObject> {
+    if call.payload_len() < LARGE_RESULT_BYTES {
+        return result(&call);
     }
-    // Room for the envelope and a few escapes; more escapes just grow the buffer.
-    // `write_json` escapes large text a chunk at a time, not a byte at a time.
-    let mut out = Vec::with_capacity(payload + payload / 64 + 4096);
-    call.write_json(&mut out).map_err(ErrorObject::internal)?;
+    let out = call.into_json().map_err(ErrorObject::internal)?;
     let text = String::from_utf8(out).map_err(ErrorObject::internal)?;
     RawValue::from_string(text).map_err(ErrorObject::internal)
 }
@@ -168,7 +156,7 @@ async fn call_tool(
         return invalid_arguments(&p.name, &violations, connection.protocol_version());
     }
     match (entry.handler)(arguments, cx).await {
-        Ok(call) => tool_result(&call),
+        Ok(call) => tool_result(call),
         Err(ToolError::Failed(message)) => result(&CallToolResult::error(message)),
         Err(ToolError::Protocol(error)) => Err(error),
     }
