@@ -120,8 +120,9 @@ impl Routes {
     }
 
     /// Put one outbound message on `stream`; `response` marks one of the responses
-    /// the stream owes.
-    fn deliver(&mut self, stream: u64, bytes: &[u8], response: bool) {
+    /// the stream owes. The message is shared, not copied, by a JSON body and by the
+    /// event store; an event stream gets it encoded as an event.
+    fn deliver(&mut self, stream: u64, bytes: Bytes, response: bool) {
         let key = self.key(stream);
         let store = self.store.clone();
         let Some(state) = self.streams.get_mut(&stream) else {
@@ -129,7 +130,7 @@ impl Routes {
         };
         if let Some((bodies, _)) = &mut state.json {
             if response {
-                bodies.push(Bytes::copy_from_slice(bytes));
+                bodies.push(bytes);
             }
         } else {
             let seq = state.next_seq;
@@ -138,10 +139,10 @@ impl Routes {
             if state.resumable
                 && let Some(store) = &store
             {
-                store.append(&key, seq, Bytes::copy_from_slice(bytes));
+                store.append(&key, seq, bytes.clone());
             }
             if let Some(conn) = &state.conn
-                && !conn.send(encode_event(id.as_deref(), None, bytes))
+                && !conn.send(encode_event(id.as_deref(), None, &bytes))
             {
                 tracing::debug!(stream, "the client disconnected from an event stream");
                 state.conn = None;
@@ -407,13 +408,14 @@ pub(crate) struct SessionWriter {
     routes: Arc<Mutex<Routes>>,
 }
 
-impl FrameWriter for SessionWriter {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+impl SessionWriter {
+    /// Route one whole frame to its stream.
+    fn route(&self, frame: Bytes, meta: &FrameMeta) {
         let mut routes = lock(&self.routes);
         let (target, response) = match &meta.kind {
             FrameKind::Response(Some(id)) => {
                 if routes.init_id.as_ref() == Some(id) {
-                    routes.version = negotiated_version(frame);
+                    routes.version = negotiated_version(&frame);
                 }
                 (routes.by_request.remove(id), true)
             }
@@ -433,6 +435,23 @@ impl FrameWriter for SessionWriter {
                 "no stream is open for this message; it was dropped"
             ),
         }
+    }
+}
+
+impl FrameWriter for SessionWriter {
+    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+        self.route(Bytes::copy_from_slice(frame), meta);
+        Ok(())
+    }
+
+    /// A large response comes in parts: they are joined once, and that one buffer is
+    /// what a JSON body or the event store keeps.
+    async fn write_frame_parts(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &FrameMeta,
+    ) -> Result<(), TransportError> {
+        self.route(Bytes::from(parts.concat()), meta);
         Ok(())
     }
 
