@@ -37,25 +37,27 @@ fn mcpflow(args: &[&str]) -> Run {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`mcpflow {}` did not finish within {LIMIT:?}",
-                args.join(" ")
-            );
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_bounded(&mut child, &format!("`mcpflow {}`", args.join(" ")));
     Run {
         code: status.code().unwrap_or(-1),
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
+    }
+}
+
+/// Wait for `child` to exit, killing it and failing the test after [`LIMIT`].
+fn wait_bounded(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {LIMIT:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -538,17 +540,10 @@ fn serve_over(kind: &str) {
         assert!(tools.contains(r#""tools""#), "{tools}");
     }
     drop(to_server);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("the server did not end with its input over {kind}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_bounded(
+        &mut child,
+        &format!("the server, once its input over {kind} ended,"),
+    );
     assert!(status.success(), "{status} over {kind}");
     reader.join().unwrap();
 }

@@ -155,6 +155,24 @@ mod tests {
 
     use super::*;
 
+    /// `len` characters, mostly `x` (so runs and chunks of both kinds occur), about one
+    /// in `one_in` an escape of some kind or a multi-byte character; `seed` advances.
+    fn scattered(len: usize, one_in: u64, seed: &mut u64) -> String {
+        let alphabet: Vec<char> = "ab \"\\\n\r\t\u{8}\u{c}\u{1}\u{1f}é日🎉".chars().collect();
+        (0..len)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                if seed.is_multiple_of(one_in) {
+                    alphabet[(*seed >> 8) as usize % alphabet.len()]
+                } else {
+                    'x'
+                }
+            })
+            .collect()
+    }
+
     fn written(s: &str) -> String {
         let mut out = Vec::new();
         write_str(&mut out, s);
@@ -177,24 +195,10 @@ mod tests {
             "\n".repeat(3 * CHUNK + 5),
         ];
         // Pseudo-random mixes of clean text and every kind of escape, across chunk edges.
-        let alphabet: Vec<char> = "ab \"\\\n\r\t\u{8}\u{c}\u{1}\u{1f}é日🎉".chars().collect();
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         for len in [5, 31, 32, 33, 64, 100, 1000] {
             for _ in 0..20 {
-                let text = (0..len)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        // Mostly clean text, so runs and chunks of both kinds occur.
-                        if seed.is_multiple_of(4) {
-                            alphabet[(seed >> 8) as usize % alphabet.len()]
-                        } else {
-                            'x'
-                        }
-                    })
-                    .collect();
-                cases.push(text);
+                cases.push(scattered(len, 4, &mut seed));
             }
         }
         for case in &cases {
@@ -220,23 +224,10 @@ mod tests {
             "\u{1}".repeat(BLOCK + 1),
         ];
         // Escapes of every kind, scattered across block and chunk edges.
-        let alphabet: Vec<char> = "ab \"\\\n\r\t\u{8}\u{c}\u{1}\u{1f}é日🎉".chars().collect();
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         for len in [1, 100, BLOCK - 1, BLOCK + 1, 5 * BLOCK / 2] {
             for _ in 0..4 {
-                let text = (0..len)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        if seed.is_multiple_of(8) {
-                            alphabet[(seed >> 8) as usize % alphabet.len()]
-                        } else {
-                            'x'
-                        }
-                    })
-                    .collect();
-                cases.push(text);
+                cases.push(scattered(len, 8, &mut seed));
             }
         }
         for (prefix, suffix) in [

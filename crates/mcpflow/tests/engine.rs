@@ -728,13 +728,33 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation() {
     }
 }
 
-async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
+/// Notifies when dropped: tells a test that a handler's future is gone.
+struct Dropped(Arc<Notify>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// A server over `kind` whose only tool never returns and ignores cancellation, a client
+/// calling it, and the call, once the tool has started. `dropped` is notified when the
+/// tool's future is dropped.
+async fn stubborn_call(
+    kind: Kind,
+    dropped: Arc<Notify>,
+) -> (
+    mcpflow::server::RunningServer,
+    Client,
+    tokio::task::JoinHandle<Result<CallToolResult, SessionError>>,
+) {
     let started = Arc::new(Notify::new());
     let s1 = started.clone();
     let server = Server::builder("stubborn", "1")
         .tool(tool("stubborn"), move |_a, _cx| {
-            let s1 = s1.clone();
+            let (s1, guard) = (s1.clone(), Dropped(dropped.clone()));
             async move {
+                let _guard = guard;
                 s1.notify_one();
                 std::future::pending::<()>().await;
                 Ok(CallToolResult::text("never"))
@@ -749,6 +769,11 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
     let handle = client.handle();
     let call = tokio::spawn(async move { handle.call_tool("stubborn", json!({})).await });
     bounded("tool started", started.notified()).await;
+    (running, client, call)
+}
+
+async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
+    let (running, client, call) = stubborn_call(kind, Arc::new(Notify::new())).await;
     bounded("server close is bounded", running.close()).await;
     let result = bounded("the client's call ends", call).await.unwrap();
     assert!(result.is_err());
@@ -759,35 +784,9 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
 /// the handlers still running, even one that ignores cancellation, at once (no grace).
 #[tokio::test(start_paused = true)]
 async fn dropping_a_connection_drops_handlers_that_ignore_cancellation() {
-    struct Dropped(Arc<Notify>);
-    impl Drop for Dropped {
-        fn drop(&mut self) {
-            self.0.notify_one();
-        }
-    }
     for kind in MEMORY {
-        let started = Arc::new(Notify::new());
         let dropped = Arc::new(Notify::new());
-        let (s1, d1) = (started.clone(), dropped.clone());
-        let server = Server::builder("stubborn", "1")
-            .tool(tool("stubborn"), move |_a, _cx| {
-                let (s1, guard) = (s1.clone(), Dropped(d1.clone()));
-                async move {
-                    let _guard = guard;
-                    s1.notify_one();
-                    std::future::pending::<()>().await;
-                    Ok(CallToolResult::text("never"))
-                }
-            })
-            .build();
-        let (c, s) = pair(kind);
-        let running = server.serve(s);
-        let client = bounded("connect", Client::builder("t", "1").connect(c))
-            .await
-            .expect("connect");
-        let handle = client.handle();
-        let call = tokio::spawn(async move { handle.call_tool("stubborn", json!({})).await });
-        bounded("tool started", started.notified()).await;
+        let (running, client, call) = stubborn_call(kind, dropped.clone()).await;
         drop(running);
         // Well inside the close grace (2 s): the drop does not wait for it.
         bounded_for(
