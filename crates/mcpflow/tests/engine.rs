@@ -673,6 +673,108 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
     bounded("close", client.close()).await;
 }
 
+/// A response that follows notifications sent for its request is written apart from
+/// them (`FrameWriter::flush_apart`), so clients that lose progress arriving in the
+/// same read as its response (the TypeScript SDK 1.x) get all of it; a response to a
+/// request that sent nothing is not.
+#[tokio::test]
+async fn a_response_after_its_requests_notifications_is_written_apart() {
+    use mcpflow::transport::lines::LineReader;
+    use mcpflow::transport::stream::LineWriter;
+
+    struct Recording {
+        lines: LineWriter<tokio::net::unix::OwnedWriteHalf>,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+    impl FrameWriter for Recording {
+        async fn write_frame(
+            &mut self,
+            frame: &[u8],
+            meta: &FrameMeta,
+        ) -> Result<(), TransportError> {
+            let entry = match &meta.kind {
+                FrameKind::Response(_) => {
+                    let v: Value = serde_json::from_slice(frame).unwrap();
+                    format!("response {}", v["id"])
+                }
+                FrameKind::Notification => "notification".to_owned(),
+                _ => "other".to_owned(),
+            };
+            self.log.lock().unwrap().push(entry);
+            self.lines.write_frame(frame, meta).await
+        }
+        async fn flush(&mut self) -> Result<(), TransportError> {
+            self.lines.flush().await
+        }
+        async fn flush_apart(&mut self) -> Result<(), TransportError> {
+            self.log.lock().unwrap().push("apart".to_owned());
+            self.lines.flush().await
+        }
+        async fn close(&mut self) {
+            self.lines.close().await;
+        }
+    }
+    struct Split(Option<(LineReader<tokio::net::unix::OwnedReadHalf>, Recording)>);
+    impl Transport for Split {
+        type Reader = LineReader<tokio::net::unix::OwnedReadHalf>;
+        type Writer = Recording;
+        fn split(mut self) -> (Self::Reader, Self::Writer) {
+            self.0.take().unwrap()
+        }
+    }
+    let server = Server::builder("apart", "1")
+        .tool(tool("chatty"), |_a, cx| async move {
+            for i in 0..3 {
+                cx.progress(f64::from(i), Some(3.0), None).await.unwrap();
+            }
+            Ok(CallToolResult::text("done"))
+        })
+        .tool(tool("quiet"), |_a, _cx| async {
+            Ok(CallToolResult::text("done"))
+        })
+        .build();
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
+    let (ar, aw) = a.into_split();
+    let (br, bw) = b.into_split();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let transport = Split(Some((
+        LineReader::new(br, 1 << 20),
+        Recording {
+            lines: LineWriter::new(bw),
+            log: log.clone(),
+        },
+    )));
+    let _running = server.serve(transport);
+    let client = bounded(
+        "connect",
+        Client::builder("t", "1").connect(StreamTransport::new(ar, aw)),
+    )
+    .await
+    .expect("connect");
+    for name in ["chatty", "quiet"] {
+        let options = RequestOptions::new().on_progress(|_| {});
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = Some(serde_json::Map::new());
+        bounded(name, client.call_tool_with(&params, options))
+            .await
+            .expect("call");
+    }
+    let log = log.lock().unwrap().clone();
+    let chatty = log
+        .iter()
+        .position(|e| e == "response 2")
+        .expect("chatty answered");
+    let quiet = log
+        .iter()
+        .position(|e| e == "response 3")
+        .expect("quiet answered");
+    assert_eq!(log[chatty - 1], "apart", "{log:?}");
+    assert_eq!(log[chatty - 2], "notification", "{log:?}");
+    assert_ne!(log[quiet - 1], "apart", "{log:?}");
+    assert_eq!(log.iter().filter(|e| *e == "apart").count(), 1, "{log:?}");
+    bounded("close", client.close()).await;
+}
+
 /// Guarantee 6 over a real child process: the server dies mid-call; the call fails
 /// promptly with its exit status and the last lines of its stderr.
 #[tokio::test]

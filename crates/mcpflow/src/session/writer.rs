@@ -3,10 +3,12 @@
 //! Senders enqueue serialized frames; the writer writes every frame already queued,
 //! then flushes once, so bursts share one flush. Replies the reader produces itself
 //! (errors, pings, busy answers) and courtesy cancellations come on a separate control
-//! queue that the writer prefers. One exception to batching: a response that follows a
-//! notification in the same batch is flushed apart from it, so peers that lose progress
-//! arriving in the same read as the response are not made worse.
+//! queue that the writer prefers. One exception to batching: a response that follows
+//! notifications sent on behalf of its request (progress, logs) is written apart from
+//! them ([`FrameWriter::flush_apart`]), so peers that lose progress arriving in the same
+//! read as the response are not made worse.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -16,9 +18,12 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use crate::error::CloseReason;
 use crate::transport::{FrameKind, FrameMeta, FrameWriter};
+use mcpflow_protocol::RequestId;
 
 /// Frames written between two flushes, at most.
 const MAX_BATCH: usize = 256;
+/// Requests remembered as having notifications written on their behalf, at most.
+const MAX_NOTIFIED: usize = 1024;
 
 /// A serialized message on its way out.
 #[derive(Debug)]
@@ -70,6 +75,8 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     stop: CancellationToken,
     shared: Arc<Shared>,
 ) {
+    // Requests with notifications written on their behalf since their last flush apart.
+    let mut notified = HashSet::new();
     loop {
         // Control first (the reader's replies must never wait behind user traffic),
         // then user traffic, then the stop signal, which drains below.
@@ -80,7 +87,14 @@ pub(crate) async fn run_writer<W: FrameWriter>(
             () = stop.cancelled() => break,
             else => break,
         };
-        if let Err(e) = write_batch(&mut writer, first, &mut control, &mut outbound).await {
+        let batch = write_batch(
+            &mut writer,
+            first,
+            &mut control,
+            &mut outbound,
+            &mut notified,
+        );
+        if let Err(e) = batch.await {
             shared.shutdown(CloseReason::Transport(e));
             writer.close().await;
             return;
@@ -108,19 +122,30 @@ async fn write_batch<W: FrameWriter>(
     first: Outbound,
     control: &mut mpsc::Receiver<Outbound>,
     outbound: &mut mpsc::Receiver<Outbound>,
+    notified: &mut HashSet<RequestId>,
 ) -> Result<(), crate::error::TransportError> {
-    let mut unflushed_notification = matches!(first.meta.kind, FrameKind::Notification);
-    write_one(writer, &first).await?;
-    for _ in 1..MAX_BATCH {
-        let Ok(frame) = control.try_recv().or_else(|_| outbound.try_recv()) else {
+    let mut next = Some(first);
+    for _ in 0..MAX_BATCH {
+        let Some(frame) = next
+            .take()
+            .or_else(|| control.try_recv().or_else(|_| outbound.try_recv()).ok())
+        else {
             break;
         };
-        match frame.meta.kind {
-            FrameKind::Response(_) if unflushed_notification => {
-                writer.flush().await?;
-                unflushed_notification = false;
+        match (&frame.meta.kind, &frame.meta.related) {
+            (FrameKind::Notification, Some(request))
+                if !frame.end_stream && !notified.contains(request) =>
+            {
+                // Requests cancelled after notifying are never answered: keep the set
+                // bounded (forgetting costs at most one missed flush apart).
+                if notified.len() >= MAX_NOTIFIED {
+                    notified.clear();
+                }
+                notified.insert(request.clone());
             }
-            FrameKind::Notification => unflushed_notification = true,
+            (FrameKind::Response(Some(id)), _) if notified.remove(id) => {
+                writer.flush_apart().await?;
+            }
             _ => {}
         }
         write_one(writer, &frame).await?;

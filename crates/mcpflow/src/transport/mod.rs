@@ -128,6 +128,16 @@ pub trait FrameWriter: Send + 'static {
     /// Push queued frames to the peer.
     fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// Push queued frames to the peer and give it a chance to read them before the next
+    /// frame. The writer calls this between notifications and a response that follows
+    /// them, because some clients lose a notification that arrives in the same read as
+    /// the response (the TypeScript SDK 1.x drops such progress). The default flushes;
+    /// a transport that can see how much the peer has not read yet may also wait,
+    /// briefly, for it to read.
+    fn flush_apart(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
+        self.flush()
+    }
+
     /// End the outbound direction (close stdin of a child, end the stream) and release
     /// what the transport holds (reap a child process). Bounded in time.
     fn close(&mut self) -> impl Future<Output = ()> + Send;

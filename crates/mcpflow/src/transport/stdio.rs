@@ -18,18 +18,105 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use std::time::Duration;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::StreamTransport;
+use super::lines::LineReader;
+use super::stream::LineWriter;
+use super::{FrameMeta, FrameWriter, Transport};
+use crate::config::DEFAULT_MAX_FRAME_BYTES;
+use crate::error::TransportError;
 use unix::NonBlocking;
+
+/// Longest wait, before a response that follows its request's notifications, for the
+/// client to read them.
+const SETTLE_MAX: Duration = Duration::from_millis(5);
+/// Between two looks at what the client has not read yet.
+const SETTLE_POLL: Duration = Duration::from_micros(250);
 
 /// A transport over this process's stdin and stdout.
 ///
 /// Call it inside the Tokio runtime that will serve the connection (as
 /// `#[tokio::main]` builds it, with I/O enabled); outside a runtime, stdin and stdout
 /// go through the blocking fallback.
-pub fn stdio() -> StreamTransport<StdinReader, StdoutWriter> {
-    StreamTransport::new(StdinReader::new(), StdoutWriter::new())
+pub fn stdio() -> StdioTransport {
+    StdioTransport {
+        reader: StdinReader::new(),
+        writer: StdoutWriter::new(),
+        max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+    }
+}
+
+/// This process's stdin and stdout, one JSON message per line: see [`stdio`].
+#[derive(Debug)]
+pub struct StdioTransport {
+    reader: StdinReader,
+    writer: StdoutWriter,
+    max_frame_bytes: usize,
+}
+
+impl StdioTransport {
+    /// Set the largest accepted frame, in bytes (default 32 MiB,
+    /// [`crate::config::DEFAULT_MAX_FRAME_BYTES`]); longer ones are skipped and answered
+    /// with an error.
+    #[must_use]
+    pub fn max_frame_bytes(mut self, n: usize) -> Self {
+        self.max_frame_bytes = n;
+        self
+    }
+}
+
+impl Transport for StdioTransport {
+    type Reader = LineReader<StdinReader>;
+    type Writer = StdoutLines;
+
+    fn split(self) -> (Self::Reader, Self::Writer) {
+        (
+            LineReader::new(self.reader, self.max_frame_bytes),
+            StdoutLines {
+                lines: LineWriter::new(self.writer),
+            },
+        )
+    }
+}
+
+/// Frames to stdout, one per line. A response that follows notifications sent for its
+/// request waits, up to 5 ms, for the client to read them first
+/// ([`FrameWriter::flush_apart`]): written back to back without blocking, they would
+/// reach the client in one read, and the TypeScript SDK 1.x drops progress that
+/// arrives in the same read as its response.
+#[derive(Debug)]
+pub struct StdoutLines {
+    lines: LineWriter<StdoutWriter>,
+}
+
+impl FrameWriter for StdoutLines {
+    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+        self.lines.write_frame(frame, meta).await
+    }
+
+    async fn write_frame_parts(
+        &mut self,
+        parts: &[&[u8]],
+        meta: &FrameMeta,
+    ) -> Result<(), TransportError> {
+        self.lines.write_frame_parts(parts, meta).await
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        self.lines.flush().await
+    }
+
+    async fn flush_apart(&mut self) -> Result<(), TransportError> {
+        self.lines.flush().await?;
+        self.lines.get_mut().settle().await;
+        Ok(())
+    }
+
+    async fn close(&mut self) {
+        self.lines.close().await;
+    }
 }
 
 /// This process's stdin, for [`stdio`].
@@ -88,6 +175,25 @@ impl StdoutWriter {
                 stream: Output::Blocking(tokio::io::stdout()),
                 _mode: None,
             },
+        }
+    }
+}
+
+impl StdoutWriter {
+    /// Wait, up to [`SETTLE_MAX`], until the client has read everything written so far.
+    /// Returns at once where that cannot be seen (the blocking fallback, or a system
+    /// without the probe).
+    async fn settle(&mut self) {
+        use std::os::fd::AsRawFd;
+        let (fd, kind) = match &self.stream {
+            Output::Pipe(pipe) => (pipe.as_raw_fd(), unix::Kind::Pipe),
+            Output::Socket(socket) => (socket.as_raw_fd(), unix::Kind::Socket),
+            Output::Blocking(_) => return,
+        };
+        let give_up = tokio::time::Instant::now() + SETTLE_MAX;
+        while unix::unread(fd, kind).is_some_and(|n| n > 0) && tokio::time::Instant::now() < give_up
+        {
+            tokio::time::sleep(SETTLE_POLL).await;
         }
     }
 }
@@ -244,6 +350,30 @@ mod unix {
     #[cfg(not(target_os = "linux"))]
     fn grow_pipe(_fd: &OwnedFd) {}
 
+    /// How much written to `fd` (the sending end of a pipe or a stream socket) the peer
+    /// has not read yet: bytes for a pipe, the kernel's buffers holding them for a
+    /// socket; 0 once it has read everything, `None` where that cannot be seen.
+    #[cfg(target_os = "linux")]
+    pub(super) fn unread(fd: std::os::fd::RawFd, kind: Kind) -> Option<usize> {
+        let request = match kind {
+            // A pipe's unread bytes, from either end.
+            Kind::Pipe => libc::FIONREAD,
+            // A socket's buffers sent and not yet taken by the peer.
+            Kind::Socket => libc::TIOCOUTQ,
+        };
+        let mut n: libc::c_int = 0;
+        #[allow(unsafe_code)]
+        // SAFETY: FIONREAD and TIOCOUTQ write one int through the pointer, which points
+        // to `n`, alive and writable for the whole call.
+        let result = unsafe { libc::ioctl(fd, request, &mut n) };
+        (result == 0).then(|| usize::try_from(n).unwrap_or(0))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn unread(_fd: std::os::fd::RawFd, _kind: Kind) -> Option<usize> {
+        None
+    }
+
     fn socket(fd: OwnedFd) -> io::Result<tokio::net::UnixStream> {
         tokio::net::UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))
     }
@@ -391,6 +521,44 @@ mod unix {
                 .unwrap_or(STDOUT_PIPE_BYTES);
             if cap >= STDOUT_PIPE_BYTES {
                 assert_eq!(size, STDOUT_PIPE_BYTES);
+            }
+        }
+
+        /// The probe sees what the peer has not read, and a settle with a peer that does
+        /// not read gives up after its bound.
+        #[cfg(target_os = "linux")]
+        #[tokio::test(start_paused = true)]
+        async fn settle_sees_unread_bytes_and_gives_up_in_time() {
+            use std::os::fd::AsRawFd;
+            let (mut reader, writer) = std::io::pipe().expect("pipe");
+            let (theirs, ours) = std::os::unix::net::UnixStream::pair().expect("pair");
+            for (kind, fd) in [(Kind::Pipe, writer.as_fd()), (Kind::Socket, ours.as_fd())] {
+                let (stream, mode) = output(fd, kind).expect("output");
+                let mut out = StdoutWriter {
+                    stream,
+                    _mode: Some(mode),
+                };
+                out.write_all(b"{}\n").await.expect("write");
+                out.flush().await.expect("flush");
+                assert!(
+                    unread(fd.as_raw_fd(), kind).is_some_and(|n| n >= 3),
+                    "{kind:?}"
+                );
+                let started = tokio::time::Instant::now();
+                tokio::time::timeout(std::time::Duration::from_secs(10), out.settle())
+                    .await
+                    .expect("settle is bounded");
+                assert!(started.elapsed() >= super::super::SETTLE_MAX, "{kind:?}");
+                let mut got = [0; 3];
+                match kind {
+                    Kind::Pipe => std::io::Read::read_exact(&mut reader, &mut got),
+                    Kind::Socket => std::io::Read::read_exact(&mut &theirs, &mut got),
+                }
+                .expect("read");
+                assert_eq!(unread(fd.as_raw_fd(), kind), Some(0), "{kind:?}");
+                let started = tokio::time::Instant::now();
+                out.settle().await;
+                assert_eq!(started.elapsed(), std::time::Duration::ZERO, "{kind:?}");
             }
         }
 

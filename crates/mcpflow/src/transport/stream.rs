@@ -82,6 +82,11 @@ impl<W: AsyncWrite + Unpin + Send> LineWriter<W> {
             inner: BufWriter::with_capacity(64 * 1024, inner),
         }
     }
+
+    /// The byte sink. Whatever is buffered and not flushed has not reached it yet.
+    pub(crate) fn get_mut(&mut self) -> &mut W {
+        self.inner.get_mut()
+    }
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
