@@ -31,8 +31,11 @@ use unix::NonBlocking;
 
 /// Longest wait, before a response that follows its request's notifications, for the
 /// client to read them.
-const SETTLE_MAX: Duration = Duration::from_millis(5);
-/// Between two looks at what the client has not read yet.
+const SETTLE_MAX: Duration = Duration::from_millis(2);
+/// How long the wait first yields to other tasks between looks (a client that reads
+/// promptly has read by then), before it sleeps between them (a timer tick, 1 ms).
+const SETTLE_SPIN: Duration = Duration::from_micros(200);
+/// Between two looks at what the client has not read yet, once past [`SETTLE_SPIN`].
 const SETTLE_POLL: Duration = Duration::from_micros(250);
 
 /// A transport over this process's stdin and stdout.
@@ -82,7 +85,7 @@ impl Transport for StdioTransport {
 }
 
 /// Frames to stdout, one per line. A response that follows notifications sent for its
-/// request waits, up to 5 ms, for the client to read them first
+/// request waits, about 2 ms at most, for the client to read them first
 /// ([`FrameWriter::flush_apart`]): written back to back without blocking, they would
 /// reach the client in one read, and the TypeScript SDK 1.x drops progress that
 /// arrives in the same read as its response.
@@ -190,9 +193,13 @@ impl StdoutWriter {
             Output::Socket(socket) => (socket.as_raw_fd(), unix::Kind::Socket),
             Output::Blocking(_) => return,
         };
+        let unread = || unix::unread(fd, kind).is_some_and(|n| n > 0);
+        let spin_until = std::time::Instant::now() + SETTLE_SPIN;
+        while unread() && std::time::Instant::now() < spin_until {
+            tokio::task::yield_now().await;
+        }
         let give_up = tokio::time::Instant::now() + SETTLE_MAX;
-        while unix::unread(fd, kind).is_some_and(|n| n > 0) && tokio::time::Instant::now() < give_up
-        {
+        while unread() && tokio::time::Instant::now() < give_up {
             tokio::time::sleep(SETTLE_POLL).await;
         }
     }
