@@ -673,10 +673,10 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
     bounded("close", client.close()).await;
 }
 
-/// A response that follows notifications sent for its request is written apart from
-/// them (`FrameWriter::flush_apart`), so clients that lose progress arriving in the
-/// same read as its response (the TypeScript SDK 1.x) get all of it; a response to a
-/// request that sent nothing is not.
+/// A response that follows progress sent for its request is written apart from it
+/// (`FrameWriter::flush_apart`), so clients that lose progress arriving in the same
+/// read as its response (the TypeScript SDK 1.x) get all of it; a response to a
+/// request that sent nothing, or only a log, is not.
 #[tokio::test]
 async fn a_response_after_its_requests_notifications_is_written_apart() {
     use mcpflow::transport::lines::LineReader;
@@ -732,6 +732,10 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
         .tool(tool("quiet"), |_a, _cx| async {
             Ok(CallToolResult::text("done"))
         })
+        .tool(tool("logging"), |_a, cx| async move {
+            let _ = cx.log(LoggingLevel::Info, "a log line").await;
+            Ok(CallToolResult::text("done"))
+        })
         .build();
     let (a, b) = tokio::net::UnixStream::pair().unwrap();
     let (ar, aw) = a.into_split();
@@ -751,7 +755,7 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
     )
     .await
     .expect("connect");
-    for name in ["chatty", "quiet"] {
+    for name in ["chatty", "quiet", "logging"] {
         let options = RequestOptions::new().on_progress(|_| {});
         let mut params = CallToolRequestParams::new(name);
         params.arguments = Some(serde_json::Map::new());
@@ -771,6 +775,12 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
     assert_eq!(log[chatty - 1], "apart", "{log:?}");
     assert_eq!(log[chatty - 2], "notification", "{log:?}");
     assert_ne!(log[quiet - 1], "apart", "{log:?}");
+    // A log is not lost with its response: no wait for it.
+    let logging = log
+        .iter()
+        .position(|e| e == "response 4")
+        .expect("logging answered");
+    assert_eq!(log[logging - 1], "notification", "{log:?}");
     assert_eq!(log.iter().filter(|e| *e == "apart").count(), 1, "{log:?}");
     bounded("close", client.close()).await;
 }

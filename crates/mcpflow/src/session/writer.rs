@@ -4,9 +4,9 @@
 //! then flushes once, so bursts share one flush. Replies the reader produces itself
 //! (errors, pings, busy answers) and courtesy cancellations come on a separate control
 //! queue that the writer prefers. One exception to batching: a response that follows
-//! notifications sent on behalf of its request (progress, logs) is written apart from
-//! them ([`FrameWriter::flush_apart`]), so peers that lose progress arriving in the same
-//! read as the response are not made worse.
+//! progress sent on behalf of its request is written apart from it
+//! ([`FrameWriter::flush_apart`]), so peers that lose progress arriving in the same read
+//! as the response are not made worse.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use mcpflow_protocol::RequestId;
 
 /// Frames written between two flushes, at most.
 const MAX_BATCH: usize = 256;
-/// Requests remembered as having notifications written on their behalf, at most.
+/// Requests remembered as having progress written on their behalf, at most.
 const MAX_NOTIFIED: usize = 1024;
 
 /// A serialized message on its way out.
@@ -75,7 +75,7 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     stop: CancellationToken,
     shared: Arc<Shared>,
 ) {
-    // Requests with notifications written on their behalf since their last flush apart.
+    // Requests with progress written on their behalf since their last flush apart.
     let mut notified = HashSet::new();
     loop {
         // Control first (the reader's replies must never wait behind user traffic),
@@ -117,6 +117,14 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     writer.close().await;
 }
 
+/// Whether a notification frame is `notifications/progress`, as
+/// `Message::write_notification` writes it (every progress report this engine sends).
+/// Progress is what a client can lose to a response in the same read; logs and other
+/// notifications do not need the response kept apart.
+fn is_progress(frame: &[u8]) -> bool {
+    frame.starts_with(br#"{"jsonrpc":"2.0","method":"notifications/progress""#)
+}
+
 async fn write_batch<W: FrameWriter>(
     writer: &mut W,
     first: Outbound,
@@ -134,7 +142,9 @@ async fn write_batch<W: FrameWriter>(
         };
         match (&frame.meta.kind, &frame.meta.related) {
             (FrameKind::Notification, Some(request))
-                if !frame.end_stream && !notified.contains(request) =>
+                if !frame.end_stream
+                    && is_progress(&frame.bytes)
+                    && !notified.contains(request) =>
             {
                 // Requests cancelled after notifying are never answered: keep the set
                 // bounded (forgetting costs at most one missed flush apart).

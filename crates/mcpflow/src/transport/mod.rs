@@ -129,9 +129,9 @@ pub trait FrameWriter: Send + 'static {
     fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 
     /// Push queued frames to the peer and give it a chance to read them before the next
-    /// frame. The writer calls this between notifications and a response that follows
-    /// them, because some clients lose a notification that arrives in the same read as
-    /// the response (the TypeScript SDK 1.x drops such progress). The default flushes;
+    /// frame. The writer calls this between progress sent for a request and the
+    /// request's response, because some clients lose progress that arrives in the same
+    /// read as its response (the TypeScript SDK 1.x does). The default flushes;
     /// a transport that can see how much the peer has not read yet may also wait,
     /// briefly, for it to read.
     fn flush_apart(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {

@@ -29,8 +29,8 @@ use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 use unix::NonBlocking;
 
-/// Longest wait, before a response that follows its request's notifications, for the
-/// client to read them.
+/// Longest wait, before a response that follows its request's progress, for the client
+/// to read it.
 const SETTLE_MAX: Duration = Duration::from_millis(2);
 /// How long the wait first yields to other tasks between looks (a client that reads
 /// promptly has read by then), before it sleeps between them (a timer tick, 1 ms).
@@ -84,8 +84,8 @@ impl Transport for StdioTransport {
     }
 }
 
-/// Frames to stdout, one per line. A response that follows notifications sent for its
-/// request waits, about 2 ms at most, for the client to read them first
+/// Frames to stdout, one per line. A response that follows progress sent for its
+/// request waits, about 2 ms at most, for the client to read it first
 /// ([`FrameWriter::flush_apart`]): written back to back without blocking, they would
 /// reach the client in one read, and the TypeScript SDK 1.x drops progress that
 /// arrives in the same read as its response.
