@@ -146,14 +146,14 @@ async fn write_batch<W: FrameWriter>(
                     && is_progress(&frame.bytes)
                     && !notified.contains(request) =>
             {
-                // Requests cancelled after notifying are never answered: keep the set
+                // Requests cancelled after their progress are never answered: keep the set
                 // bounded (forgetting costs at most one missed flush apart).
                 if notified.len() >= MAX_NOTIFIED {
                     notified.clear();
                 }
                 notified.insert(request.clone());
             }
-            // (Most sessions never notify for a request: skip hashing the id then.)
+            // (Most sessions send no progress: skip hashing the id then.)
             (FrameKind::Response(Some(id)), _) if !notified.is_empty() && notified.remove(id) => {
                 writer.flush_apart().await?;
             }
