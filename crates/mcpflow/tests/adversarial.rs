@@ -265,6 +265,59 @@ async fn server_facing_a_client_that_stops_reading_stays_bounded() {
     .await;
 }
 
+/// Answers that wait for room in the writer queue, with the client no longer reading:
+/// the handlers are done and out of the table of running requests, so cancellation
+/// does not reach them, and close still ends in bounded time.
+#[tokio::test]
+async fn close_is_bounded_while_answers_wait_for_a_stalled_client() {
+    const CALLS: usize = 38;
+    let (c, s) = pair(Kind::Memory1);
+    let returned = Arc::new((std::sync::atomic::AtomicUsize::new(0), Notify::new()));
+    let counter = returned.clone();
+    let server = Server::builder("answers", "1")
+        .tool(
+            Tool::new("big", "answers with 4 KiB", Tool::empty_input_schema()),
+            move |_a, _cx| {
+                let counter = counter.clone();
+                async move {
+                    let n = counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    if n == CALLS {
+                        counter.1.notify_one();
+                    }
+                    Ok(CallToolResult::text("x".repeat(4096)))
+                }
+            },
+        )
+        .session_config(
+            SessionConfig::builder()
+                .close_grace(Duration::from_millis(100))
+                .writer_queue_capacity(std::num::NonZeroUsize::MIN)
+                .build(),
+        )
+        .build();
+    let running = server.serve(s);
+    let mut peer = RawPeer::new(c);
+    peer.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}})).await;
+    peer.recv().await.unwrap();
+    for id in 0..CALLS {
+        peer.send(
+            json!({"jsonrpc":"2.0","id":id + 2,"method":"tools/call","params":{"name":"big"}}),
+        )
+        .await;
+    }
+    // Every handler has returned: what is left of those calls waits on the writer.
+    bounded("every handler returned", returned.1.notified()).await;
+    assert!(
+        running.peer().requests_in_flight() > 0,
+        "answers are still queued"
+    );
+    bounded(
+        "the server closes in bounded time with answers queued for a stalled client",
+        running.close(),
+    )
+    .await;
+}
+
 /// The server refuses a second request that reuses an id still in flight, and keeps
 /// serving the first.
 #[tokio::test]

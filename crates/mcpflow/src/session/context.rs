@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::Peer;
+use super::cancel::RequestCancel;
 use crate::error::SessionError;
 
 type JsonObject = serde_json::Map<String, serde_json::Value>;
@@ -23,7 +24,7 @@ pub struct RequestContext {
     meta: Option<MetaText>,
     /// `meta` decoded, the first time a handler asks.
     meta_map: OnceLock<Option<JsonObject>>,
-    cancel: CancellationToken,
+    cancel: std::sync::Arc<RequestCancel>,
     peer: Peer,
 }
 
@@ -42,7 +43,7 @@ impl RequestContext {
     pub(crate) fn new(
         id: RequestId,
         params: Option<&RawValue>,
-        cancel: CancellationToken,
+        cancel: std::sync::Arc<RequestCancel>,
         peer: Peer,
     ) -> RequestContext {
         let (meta, progress_token) = match params.and_then(|p| find_meta(p.get())) {
@@ -71,7 +72,7 @@ impl RequestContext {
 
     /// Tripped when the peer cancels the request or the connection closes.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        self.cancel.token()
     }
 
     /// Whether the request was cancelled.

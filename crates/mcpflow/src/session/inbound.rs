@@ -3,27 +3,31 @@
 //!
 //! Admission never waits. A request past `max_concurrent_requests` waits for a slot (at
 //! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
-//! Each admitted request is a task of the session's [`TaskTracker`] with a cancellation
-//! token of its own (kept in the table of running requests) that
-//! `notifications/cancelled`, close or drop trips. The tokens have no common parent:
-//! a child token would take the parent's lock when made and when dropped, once per
-//! request, from every thread.
+//! Each admitted request is a task of the session's [`TaskTracker`] with a
+//! [`RequestCancel`] of its own (kept in the table of running requests) that
+//! `notifications/cancelled`, close or drop trips. Nothing per request is shared with
+//! other requests: no parent token, no session-wide waiter list, no common lock but the
+//! table's, taken when a request starts and ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use foldhash::fast::RandomState;
 use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::cancel::RequestCancel;
 use super::{Peer, RequestContext, Service, catch_unwind};
 use crate::transport::FrameKind;
 
+/// The running requests by id. Ids come from the peer, so the hasher is seeded per map.
+type Running = HashMap<RequestId, Arc<RequestCancel>, RandomState>;
+
 pub(crate) struct Inbound {
-    running: Mutex<HashMap<RequestId, CancellationToken>>,
+    running: Mutex<Running>,
     slots: Arc<Semaphore>,
     admitted: AtomicUsize,
     limit: usize,
@@ -32,8 +36,9 @@ pub(crate) struct Inbound {
     tasks: TaskTracker,
     /// Set when close begins: a request admitted from then on starts cancelled.
     closing: AtomicBool,
-    /// Tripped when handlers outlive the last grace: every task drops its handler.
-    abort: CancellationToken,
+    /// Set when handlers outlive the last grace: a request admitted from then on starts
+    /// aborted (its task drops it at once).
+    aborting: AtomicBool,
     cancel_grace: std::time::Duration,
 }
 
@@ -50,7 +55,7 @@ impl Inbound {
         cancel_grace: std::time::Duration,
     ) -> Arc<Self> {
         Arc::new(Inbound {
-            running: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::default()),
             slots: Arc::new(Semaphore::new(max_concurrent)),
             admitted: AtomicUsize::new(0),
             limit: max_concurrent + queue_capacity,
@@ -58,12 +63,12 @@ impl Inbound {
             queue_capacity,
             tasks: TaskTracker::new(),
             closing: AtomicBool::new(false),
-            abort: CancellationToken::new(),
+            aborting: AtomicBool::new(false),
             cancel_grace,
         })
     }
 
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -87,20 +92,25 @@ impl Inbound {
             if self.admitted.load(Ordering::Acquire) >= self.limit {
                 return Err(Refusal::Busy(request.id));
             }
-            let token = CancellationToken::new();
+            let token = Arc::new(RequestCancel::default());
             running.insert(request.id.clone(), token.clone());
             self.admitted.fetch_add(1, Ordering::AcqRel);
             token
         };
-        // Close sets the flag before it cancels what the table holds, so a request is
+        // Close sets a flag before it cancels what the table holds, so a request is
         // either in the table then or sees the flag here.
-        if self.closing.load(Ordering::SeqCst) {
+        if self.aborting.load(Ordering::SeqCst) {
+            token.abort();
+        } else if self.closing.load(Ordering::SeqCst) {
             token.cancel();
         }
         let this = self.clone();
         let service = service.clone();
         let peer = peer.with_related(request.id.clone());
-        self.tasks.spawn(this.run(request, token, service, peer));
+        // Boxed: a task's cell is allocated aligned to a cache line, which glibc serves
+        // from its slow path, and the larger the cell the slower; this keeps it small.
+        self.tasks
+            .spawn(Box::pin(this.run(request, token, service, peer)));
         Ok(())
     }
 
@@ -108,28 +118,27 @@ impl Inbound {
     async fn run(
         self: Arc<Self>,
         request: Request,
-        token: CancellationToken,
+        token: Arc<RequestCancel>,
         service: Arc<dyn Service>,
         peer: Peer,
     ) {
-        let serve = self.serve(request, token, service, peer);
+        let serve = self.serve(request, &token, service, peer);
         tokio::select! {
             biased;
             () = serve => {}
-            () = self.abort.cancelled() => {}
+            () = token.aborted() => {}
         }
     }
 
     async fn serve(
         &self,
         request: Request,
-        token: CancellationToken,
+        token: &Arc<RequestCancel>,
         service: Arc<dyn Service>,
         peer: Peer,
     ) {
         // The slow paths (waiting for a slot, the cancellation grace, a full writer
-        // queue) are boxed, so this task stays small enough for the allocator's fast
-        // path: it is spawned once per request.
+        // queue) are boxed, so this future stays small.
         let _admitted = AdmittedGuard(&self.admitted);
         let id = request.id.clone();
         // Cancelled (by the peer or a close) before it started: the handler never runs.
@@ -272,15 +281,31 @@ impl Inbound {
             left = self.tasks.len(),
             "request handlers ignored cancellation; aborting them"
         );
-        self.abort.cancel();
-        self.tasks.wait().await;
+        self.abort_running();
+        // Aborted tasks end when next polled. One that already answered may still wait
+        // for room in the writer queue: it ends when the writer stops, after this.
+        if !self.join_all(grace).await {
+            tracing::warn!(
+                left = self.tasks.len(),
+                "request tasks still wait to queue their answers; they end with the writer"
+            );
+        }
     }
 
     /// Abort everything now (the session was dropped): each task drops its handler the
     /// next time it is polled.
     pub(crate) fn abort_all(&self) {
         self.cancel_all();
-        self.abort.cancel();
+        self.abort_running();
+    }
+
+    /// Have every admitted request's task drop its handler, and every one admitted
+    /// from now on.
+    fn abort_running(&self) {
+        self.aborting.store(true, Ordering::SeqCst);
+        for token in self.running().values() {
+            token.abort();
+        }
     }
 
     /// Cancel every admitted request, and every one admitted from now on.

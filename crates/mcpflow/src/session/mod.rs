@@ -51,6 +51,7 @@ use crate::config::SessionConfig;
 use crate::error::{CloseReason, SessionError};
 use crate::transport::{FrameKind, FrameMeta, Transport};
 
+mod cancel;
 mod context;
 mod inbound;
 mod lane;
