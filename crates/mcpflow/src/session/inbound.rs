@@ -110,35 +110,23 @@ impl Inbound {
         // Boxed: a task's cell is allocated aligned to a cache line, which glibc serves
         // from its slow path, and the larger the cell the slower; this keeps it small.
         self.tasks
-            .spawn(Box::pin(this.run(request, token, service, peer)));
+            .spawn(Box::pin(this.serve(request, token, service, peer)));
         Ok(())
     }
 
-    /// One request's task: serve it, unless close gives up on it first.
-    async fn run(
+    /// One request's task. Every wait in it ends when the request is cancelled (abort
+    /// is a cancellation too), and the grace after a cancellation ends at an abort. The
+    /// only exception is queueing the answer, after the request left the table: the
+    /// writer's stop ends that.
+    async fn serve(
         self: Arc<Self>,
         request: Request,
         token: Arc<RequestCancel>,
         service: Arc<dyn Service>,
         peer: Peer,
     ) {
-        let serve = self.serve(request, &token, service, peer);
-        tokio::select! {
-            biased;
-            () = serve => {}
-            () = token.aborted() => {}
-        }
-    }
-
-    async fn serve(
-        &self,
-        request: Request,
-        token: &Arc<RequestCancel>,
-        service: Arc<dyn Service>,
-        peer: Peer,
-    ) {
         // The slow paths (waiting for a slot, the cancellation grace, a full writer
-        // queue) are boxed, so this future stays small.
+        // queue) are boxed, so this future stays small: it is allocated per request.
         let _admitted = AdmittedGuard(&self.admitted);
         let id = request.id.clone();
         // Cancelled (by the peer or a close) before it started: the handler never runs.
@@ -187,7 +175,15 @@ impl Inbound {
         if handled.is_none() {
             // Cancelled: the handler sees its token tripped and gets the grace to wind
             // down (release resources, log); then it is dropped. No answer is sent.
-            let _ = Box::pin(tokio::time::timeout(self.cancel_grace, handler)).await;
+            let grace = tokio::time::timeout(self.cancel_grace, handler);
+            Box::pin(async {
+                tokio::select! {
+                    biased;
+                    _ = grace => {}
+                    () = token.aborted() => {}
+                }
+            })
+            .await;
         }
         // Free the id before answering: the peer may reuse it as soon as it reads the answer.
         self.running().remove(&id);
@@ -207,7 +203,9 @@ impl Inbound {
                 )
             }
         };
-        let _ = peer.send_reply(reply, FrameKind::Response(Some(id))).await;
+        if let Some(wait) = peer.queue_reply(reply, FrameKind::Response(Some(id))) {
+            wait.await;
+        }
     }
 
     /// `notifications/cancelled` from the peer: trip that request's token.

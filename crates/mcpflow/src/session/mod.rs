@@ -407,13 +407,14 @@ impl Peer {
             })
     }
 
-    /// Send a handler's reply: queued at once when the writer queue has room, else
-    /// waiting for room in a boxed future (which keeps request tasks small).
-    pub(crate) async fn send_reply(
+    /// Queue a handler's reply. Done at once when the writer queue has room (or the
+    /// connection has ended); otherwise the returned future waits for room. Not an
+    /// `async fn`, so the request task holds no state for the wait it rarely makes.
+    pub(crate) fn queue_reply(
         &self,
         message: Message,
         kind: FrameKind,
-    ) -> Result<(), CloseReason> {
+    ) -> Option<BoxFuture<'static, ()>> {
         let frame = into_frame(
             message,
             FrameMeta {
@@ -422,12 +423,12 @@ impl Peer {
             },
         );
         match self.shared.outbound.try_send(frame) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(self.shared.close_reason()),
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
             Err(mpsc::error::TrySendError::Full(frame)) => {
-                Box::pin(self.shared.outbound.send(frame))
-                    .await
-                    .map_err(|_| self.shared.close_reason())
+                let outbound = self.shared.outbound.clone();
+                Some(Box::pin(async move {
+                    let _ = outbound.send(frame).await;
+                }))
             }
         }
     }
