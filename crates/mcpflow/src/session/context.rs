@@ -169,6 +169,19 @@ fn find_meta(params: &str) -> Option<&RawValue> {
 
 /// `_meta` to keep, and its progress token when that is a string or an integer.
 fn read_meta(meta: &RawValue) -> (Option<MetaText>, Option<Box<RawValue>>) {
+    // The common case, as this SDK writes it: `{"progressToken":123}`.
+    if let Some(digits) = meta
+        .get()
+        .strip_prefix(r#"{"progressToken":"#)
+        .and_then(|rest| rest.strip_suffix('}'))
+        && !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+    {
+        let token = RawValue::from_string(digits.to_owned()).ok();
+        return (Some(MetaText::TokenOnly), token);
+    }
     #[derive(Deserialize)]
     struct Meta<'a> {
         #[serde(rename = "progressToken", borrow)]
@@ -237,6 +250,17 @@ mod tests {
             assert_eq!(read(params), token_only, "{params}");
         }
         assert_eq!(
+            read(r#"{"_meta":{"progressToken":0}}"#),
+            (object(json!({"progressToken": 0})), Some("0".to_owned()))
+        );
+        assert_eq!(
+            read(r#"{"_meta":{"progressToken":18446744073709551615}}"#),
+            (
+                object(json!({"progressToken": 18446744073709551615_u64})),
+                Some("18446744073709551615".to_owned())
+            )
+        );
+        assert_eq!(
             read(r#"{"_meta":{"progressToken":"a\"b","vendor/x":[1]},"name":"echo"}"#),
             (
                 object(json!({"progressToken": "a\"b", "vendor/x": [1]})),
@@ -249,6 +273,10 @@ mod tests {
             (
                 r#"{"_meta":{"progressToken":1.5}}"#,
                 json!({"progressToken": 1.5}),
+            ),
+            (
+                r#"{"_meta":{"progressToken":123456789012345678901}}"#,
+                json!({"progressToken": 123456789012345678901.0}),
             ),
             (
                 r#"{"_meta":{"progressToken":null,"k":1}}"#,

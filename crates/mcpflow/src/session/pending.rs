@@ -302,7 +302,8 @@ struct Slot {
 
 #[derive(Default)]
 struct TableState {
-    slots: HashMap<i64, Slot>,
+    /// Our own ids: a fast hasher, no defence against chosen keys needed.
+    slots: HashMap<i64, Slot, foldhash::fast::RandomState>,
     /// Progress tokens chosen by the caller (JSON text) -> request id.
     aliases: HashMap<String, i64>,
     closed: Option<CloseReason>,
