@@ -19,8 +19,18 @@ use tokio::sync::Notify;
 
 /// A server with the tools the scenarios need. `release` lets `wait_then_answer`
 /// finish; `slow` never finishes on its own.
+/// The text of the `large` tool: over the size at which an event shares its message,
+/// with characters that JSON escapes.
+fn large_text() -> String {
+    "line one\nsaid \"hi\"\t".repeat(8 * 1024)
+}
+
 fn test_server(release: Arc<Notify>) -> Server {
     Server::builder("http-test", "1.0.0")
+        .tool(
+            Tool::new("large", "About 160 KiB of text", Tool::empty_input_schema()),
+            |_args, _cx| async move { Ok(CallToolResult::text(large_text())) },
+        )
         .tool(
             Tool::new(
                 "count",
@@ -320,6 +330,29 @@ async fn progress_precedes_the_result_on_a_primed_stream_that_then_ends() {
     let result: Value = serde_json::from_str(&events[4].1).expect("json");
     assert_eq!(result["id"], 1);
     assert_eq!(result["result"]["content"][0]["text"], "counted");
+    bounded("shutdown", running.shutdown()).await;
+}
+
+#[tokio::test]
+async fn a_large_result_arrives_whole_and_replays_whole() {
+    let running = serve(HttpServer::new(test_server(Arc::default()))).await;
+    let mut peer = Peer::new(&running.url());
+    peer.initialize(json!({})).await;
+    let text = large_text();
+    assert!(text.len() > 128 * 1024);
+
+    let events = peer.call("large", &call_tool(3, "large", false)).await;
+    assert_eq!(events.len(), 2, "priming and the result");
+    let result: Value = serde_json::from_str(&events[1].1).expect("json");
+    assert_eq!(result["id"], 3);
+    assert_eq!(result["result"]["content"][0]["text"], text.as_str());
+
+    // The same event again, from the event store.
+    let prime = events[0].0.clone().expect("a primed stream");
+    let replay = peer.get(Some(&prime)).await;
+    assert_eq!(replay.status(), StatusCode::OK);
+    let replayed = parse_events(&bounded("replay", replay.text()).await.expect("ends"));
+    assert_eq!(replayed, events[1..], "the stored event, byte for byte");
     bounded("shutdown", running.shutdown()).await;
 }
 

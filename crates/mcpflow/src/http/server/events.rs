@@ -227,10 +227,41 @@ pub(crate) fn event_channel() -> (EventSender, EventReceiver) {
     )
 }
 
+/// A message at least this large is sent as its event's lines around the message itself,
+/// which is shared with the event store instead of copied into the event.
+const SHARED_EVENT_BYTES: usize = 64 * 1024;
+
 impl EventSender {
     /// Queue an encoded event; false when the client is gone or too far behind.
     pub(crate) fn send(&self, event: Bytes) -> bool {
-        let len = event.len();
+        self.send_parts([event])
+    }
+
+    /// Queue `message` as an event with this id. A large message on one line is not
+    /// copied: the event goes out as three body frames, its `data: ` line's prefix,
+    /// the message and the line ends.
+    pub(crate) fn send_message(&self, id: Option<&str>, message: &Bytes) -> bool {
+        if message.len() < SHARED_EVENT_BYTES || memchr::memchr2(b'\n', b'\r', message).is_some() {
+            return self.send(encode_event(id, None, message));
+        }
+        let mut head = Vec::with_capacity(64);
+        if let Some(id) = id {
+            head.extend_from_slice(b"id: ");
+            head.extend_from_slice(id.as_bytes());
+            head.push(b'\n');
+        }
+        head.extend_from_slice(b"event: message\ndata: ");
+        self.send_parts([
+            Bytes::from(head),
+            message.clone(),
+            Bytes::from_static(b"\n\n"),
+        ])
+    }
+
+    /// Queue the pieces of one event, in order (the caller holds the session's routes,
+    /// so no other event comes between them).
+    fn send_parts<const N: usize>(&self, parts: [Bytes; N]) -> bool {
+        let len: usize = parts.iter().map(Bytes::len).sum();
         if self.queued.fetch_add(len, Ordering::Relaxed) + len > MAX_BACKLOG {
             tracing::warn!(
                 backlog = MAX_BACKLOG,
@@ -238,7 +269,7 @@ impl EventSender {
             );
             return false;
         }
-        self.tx.send(event).is_ok()
+        parts.into_iter().all(|part| self.tx.send(part).is_ok())
     }
 
     /// Whether the response was dropped (the client disconnected).
@@ -277,6 +308,34 @@ mod tests {
         assert_eq!(&e[..], b"id: 1-2\nevent: message\ndata: {\"a\":1}\n\n");
         assert_eq!(parse_event_id("3-17"), Some((3, 17)));
         assert_eq!(parse_event_id("x"), None);
+    }
+
+    /// Every message reaches the client as the same event bytes, copied or shared.
+    #[tokio::test]
+    async fn a_large_message_is_sent_as_the_event_it_would_be_encoded_as() {
+        let large_line = Bytes::from(format!("{{\"a\":\"{}\"}}", "x".repeat(SHARED_EVENT_BYTES)));
+        let large_lines = Bytes::from(format!(
+            "{{\"a\":\n\"{}\"}}",
+            "x".repeat(SHARED_EVENT_BYTES)
+        ));
+        let small = Bytes::from_static(b"{\"a\":1}");
+        for (message, frames) in [(&large_line, 3), (&large_lines, 1), (&small, 1)] {
+            for id in [Some("1-2"), None] {
+                let (tx, mut rx) = event_channel();
+                assert!(tx.send_message(id, message));
+                drop(tx);
+                let mut got = Vec::new();
+                let mut n = 0;
+                while let Some(part) = rx.rx.recv().await {
+                    rx.queued.fetch_sub(part.len(), Ordering::Relaxed);
+                    got.extend_from_slice(&part);
+                    n += 1;
+                }
+                assert_eq!(got, encode_event(id, None, message), "{id:?}");
+                assert_eq!(n, frames, "{id:?}, {} bytes", message.len());
+                assert_eq!(rx.queued.load(Ordering::Relaxed), 0);
+            }
+        }
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Routes {
                 store.append(&key, seq, bytes.clone());
             }
             if let Some(conn) = &state.conn
-                && !conn.send(encode_event(id.as_deref(), None, &bytes))
+                && !conn.send_message(id.as_deref(), &bytes)
             {
                 tracing::debug!(stream, "the client disconnected from an event stream");
                 state.conn = None;
@@ -345,7 +345,7 @@ impl HttpSession {
                 .after(&routes.key(stream), seq)
                 .ok_or(StreamError::Expired)?;
             for (seq, message) in events {
-                tx.send(encode_event(Some(&event_id(stream, seq)), None, &message));
+                tx.send_message(Some(&event_id(stream, seq)), &message);
             }
             // Attach to the stream if it still owes something; otherwise the replay was
             // all of it and the response ends here.
