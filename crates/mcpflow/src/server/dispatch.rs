@@ -131,8 +131,6 @@ struct ToolCallParams<'a> {
 /// run its handler.
 async fn call_tool(
     raw: Option<&RawValue>,
-    server: &Server,
-    connection: &Connection,
     cx: ServerContext,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let p: ToolCallParams<'_> = required_params(raw)?;
@@ -141,7 +139,8 @@ async fn call_tool(
     {
         return Err(ErrorObject::invalid_params("`_meta` must be an object"));
     }
-    let entry = server
+    let entry = cx
+        .server()
         .registry()
         .tool_call(&p.name)
         .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", p.name)))?;
@@ -153,7 +152,7 @@ async fn call_tool(
         _ => mcpflow_protocol::JsonObject::new(),
     };
     if !violations.is_empty() {
-        return invalid_arguments(&p.name, &violations, connection.protocol_version());
+        return invalid_arguments(&p.name, &violations, cx.protocol_version());
     }
     match (entry.handler)(arguments, cx).await {
         Ok(call) => tool_result(call),
@@ -183,8 +182,8 @@ impl Service for ServerService {
         // has no arm for it).
         if request.method == method::TOOLS_CALL {
             return Box::pin(async move {
-                let cx = ServerContext::new(cx, connection.clone(), server.clone());
-                call_tool(request.params.as_deref(), &server, &connection, cx).await
+                let cx = ServerContext::new(cx, connection, server);
+                call_tool(request.params.as_deref(), cx).await
             });
         }
         Box::pin(async move {

@@ -16,12 +16,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use foldhash::fast::RandomState;
 use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::task::TaskTracker;
 
 use super::cancel::RequestCancel;
-use super::{Peer, RequestContext, Service, catch_unwind};
-use crate::transport::FrameKind;
+use super::writer::Outbound;
+use super::{Peer, RequestContext, Service, catch_unwind, into_frame};
+use crate::transport::{FrameKind, FrameMeta};
 
 /// The running requests by id. Ids come from the peer, so the hasher is seeded per map.
 type Running = HashMap<RequestId, Arc<RequestCancel>, RandomState>;
@@ -40,6 +41,8 @@ pub(crate) struct Inbound {
     /// aborted (its task drops it at once).
     aborting: AtomicBool,
     cancel_grace: std::time::Duration,
+    /// The writer queue, for the answers.
+    answers: mpsc::Sender<Outbound>,
 }
 
 /// Why a request was not admitted; the reader answers with this error.
@@ -53,6 +56,7 @@ impl Inbound {
         max_concurrent: usize,
         queue_capacity: usize,
         cancel_grace: std::time::Duration,
+        answers: mpsc::Sender<Outbound>,
     ) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::default()),
@@ -65,6 +69,7 @@ impl Inbound {
             closing: AtomicBool::new(false),
             aborting: AtomicBool::new(false),
             cancel_grace,
+            answers,
         })
     }
 
@@ -155,12 +160,7 @@ impl Inbound {
             }
         };
         let method = super::method_name(&request.method);
-        let cx = RequestContext::new(
-            id.clone(),
-            request.params.as_deref(),
-            token.clone(),
-            peer.clone(),
-        );
+        let cx = RequestContext::new(id.clone(), request.params.as_deref(), token.clone(), peer);
         let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
         let handler = catch_unwind(tracing::Instrument::instrument(
             service.handle_request(request, cx),
@@ -203,8 +203,22 @@ impl Inbound {
                 )
             }
         };
-        if let Some(wait) = peer.queue_reply(reply, FrameKind::Response(Some(id))) {
-            wait.await;
+        self.answer(reply, id).await;
+    }
+
+    /// Queue a handler's answer: at once when the writer queue has room (or the
+    /// connection has ended), else in a boxed wait, so the request task holds no state
+    /// for a wait it rarely makes.
+    async fn answer(&self, message: Message, id: RequestId) {
+        let meta = FrameMeta {
+            kind: FrameKind::Response(Some(id.clone())),
+            related: Some(id),
+        };
+        match self.answers.try_send(into_frame(message, meta)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(frame)) => {
+                let _ = Box::pin(self.answers.send(frame)).await;
+            }
         }
     }
 

@@ -407,32 +407,6 @@ impl Peer {
             })
     }
 
-    /// Queue a handler's reply. Done at once when the writer queue has room (or the
-    /// connection has ended); otherwise the returned future waits for room. Not an
-    /// `async fn`, so the request task holds no state for the wait it rarely makes.
-    pub(crate) fn queue_reply(
-        &self,
-        message: Message,
-        kind: FrameKind,
-    ) -> Option<BoxFuture<'static, ()>> {
-        let frame = into_frame(
-            message,
-            FrameMeta {
-                kind,
-                related: self.related.clone(),
-            },
-        );
-        match self.shared.outbound.try_send(frame) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
-            Err(mpsc::error::TrySendError::Full(frame)) => {
-                let outbound = self.shared.outbound.clone();
-                Some(Box::pin(async move {
-                    let _ = outbound.send(frame).await;
-                }))
-            }
-        }
-    }
-
     /// Ask the transport to end the stream carrying the answer to the request this peer
     /// handle is related to, once what is queued before it is written. Streamable HTTP
     /// does so when the stream can be resumed; other transports ignore it.
@@ -827,6 +801,7 @@ impl Session {
             config.max_concurrent_requests.get(),
             config.request_queue_capacity,
             config.close_grace,
+            outbound_tx.clone(),
         );
         let lane = NotificationLane::new(config.notification_lane_capacity.get());
         let shared = Arc::new(Shared {
