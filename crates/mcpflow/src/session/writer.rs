@@ -50,7 +50,7 @@ impl Outbound {
 
 async fn write_one<W: FrameWriter>(
     writer: &mut W,
-    frame: &Outbound,
+    mut frame: Outbound,
 ) -> Result<(), crate::error::TransportError> {
     if frame.end_stream {
         if let Some(request) = &frame.meta.related {
@@ -59,10 +59,11 @@ async fn write_one<W: FrameWriter>(
         }
         return Ok(());
     }
-    match &frame.result {
+    match frame.result.take() {
         Some(result) => {
-            let parts = [&frame.bytes[..], result.get().as_bytes(), b"}"];
-            writer.write_frame_parts(&parts, &frame.meta).await
+            writer
+                .write_response_parts(&frame.bytes, result, &frame.meta)
+                .await
         }
         None => writer.write_frame(&frame.bytes, &frame.meta).await,
     }
@@ -109,7 +110,7 @@ pub(crate) async fn run_writer<W: FrameWriter>(
         rest.push(frame);
     }
     for frame in rest {
-        if write_one(&mut writer, &frame).await.is_err() {
+        if write_one(&mut writer, frame).await.is_err() {
             break;
         }
     }
@@ -159,7 +160,7 @@ async fn write_batch<W: FrameWriter>(
             }
             _ => {}
         }
-        write_one(writer, &frame).await?;
+        write_one(writer, frame).await?;
     }
     writer.flush().await
 }

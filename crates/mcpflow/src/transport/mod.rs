@@ -116,6 +116,23 @@ pub trait FrameWriter: Send + 'static {
         async move { self.write_frame(&frame, meta).await }
     }
 
+    /// Queue a response given as its head (up to `"result":`), its result and the
+    /// closing `}`. The session writes a large response this way; the result is owned,
+    /// so a transport that keeps whole messages can take its buffer instead of copying
+    /// it. The default writes the three with
+    /// [`write_frame_parts`](Self::write_frame_parts).
+    fn write_response_parts(
+        &mut self,
+        head: &[u8],
+        result: Box<serde_json::value::RawValue>,
+        meta: &FrameMeta,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        async move {
+            self.write_frame_parts(&[head, result.get().as_bytes(), b"}"], meta)
+                .await
+        }
+    }
+
     /// End the stream carrying the answer to the peer's request `request` now, when the
     /// peer can resume it later (streamable HTTP with an event store: the client
     /// reconnects with `Last-Event-ID` and receives the rest). Frames queued before were

@@ -455,6 +455,23 @@ impl FrameWriter for SessionWriter {
         Ok(())
     }
 
+    /// A large response is made in its result's own buffer: the head moves in front
+    /// of the result, so the message a JSON body or the event store keeps is the
+    /// only buffer of its size.
+    async fn write_response_parts(
+        &mut self,
+        head: &[u8],
+        result: Box<serde_json::value::RawValue>,
+        meta: &FrameMeta,
+    ) -> Result<(), TransportError> {
+        let mut message = Box::<str>::from(result).into_boxed_bytes().into_vec();
+        message.reserve_exact(head.len() + 1);
+        message.splice(0..0, head.iter().copied());
+        message.push(b'}');
+        self.route(Bytes::from(message), meta);
+        Ok(())
+    }
+
     async fn end_stream(&mut self, request: &RequestId) {
         let mut routes = lock(&self.routes);
         if let Some(stream) = routes.by_request.get(request).copied()
