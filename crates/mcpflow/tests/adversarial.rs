@@ -246,8 +246,7 @@ async fn server_facing_a_client_that_stops_reading_stays_bounded() {
         .build();
     let running = server.serve(s);
     let mut peer = RawPeer::new(c);
-    peer.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}})).await;
-    peer.recv().await.unwrap();
+    peer.initialize().await;
     peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"talk"}}))
         .await;
     // Read a little, then stop reading entirely.
@@ -297,8 +296,7 @@ async fn close_is_bounded_while_answers_wait_for_a_stalled_client() {
         .build();
     let running = server.serve(s);
     let mut peer = RawPeer::new(c);
-    peer.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}})).await;
-    peer.recv().await.unwrap();
+    peer.initialize().await;
     for id in 0..CALLS {
         peer.send(
             json!({"jsonrpc":"2.0","id":id + 2,"method":"tools/call","params":{"name":"big"}}),

@@ -239,6 +239,17 @@ impl RawPeer {
         }
     }
 
+    /// Initialize as a client (request id 1) and read the server's answer.
+    pub async fn initialize(&mut self) -> Value {
+        self.send(serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "x", "version": "1"}}
+        }))
+        .await;
+        self.recv().await.expect("the answer to initialize")
+    }
+
     /// Answer the client's initialize (the first request) and swallow `initialized`.
     pub async fn accept_initialize(&mut self) {
         let init = self.recv_until(|m| m["method"] == "initialize").await;
