@@ -5,9 +5,9 @@
 //! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
 //! Each admitted request is a task of the session's [`TaskTracker`] with a
 //! [`RequestCancel`] of its own (kept in the table of running requests) that
-//! `notifications/cancelled`, close or drop trips. Nothing per request is shared with
-//! other requests: no parent token, no session-wide waiter list, no common lock but the
-//! table's, taken when a request starts and ends.
+//! `notifications/cancelled`, close or drop trips. Cancelling shares nothing between
+//! requests: no parent token, no session-wide waiter list; the table's lock is taken
+//! when a request starts and when it ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use super::cancel::RequestCancel;
 use super::writer::Outbound;
-use super::{Peer, RequestContext, Service, catch_unwind, into_frame};
+use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind, into_frame};
 use crate::transport::{FrameKind, FrameMeta};
 
 /// The running requests by id. Ids come from the peer, so the hasher is seeded per map.
@@ -203,21 +203,26 @@ impl Inbound {
                 )
             }
         };
-        self.answer(reply, id).await;
+        if let Some(wait) = self.answer(reply, id) {
+            wait.await;
+        }
     }
 
-    /// Queue a handler's answer: at once when the writer queue has room (or the
-    /// connection has ended), else in a boxed wait, so the request task holds no state
-    /// for a wait it rarely makes.
-    async fn answer(&self, message: Message, id: RequestId) {
+    /// Queue a handler's answer. Done at once when the writer queue has room (or the
+    /// connection has ended); otherwise the returned future waits for room. Not an
+    /// `async fn`, so the request task holds no state for a wait it rarely makes.
+    fn answer(&self, message: Message, id: RequestId) -> Option<BoxFuture<'static, ()>> {
         let meta = FrameMeta {
             kind: FrameKind::Response(Some(id.clone())),
             related: Some(id),
         };
         match self.answers.try_send(into_frame(message, meta)) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
             Err(mpsc::error::TrySendError::Full(frame)) => {
-                let _ = Box::pin(self.answers.send(frame)).await;
+                let answers = self.answers.clone();
+                Some(Box::pin(async move {
+                    let _ = answers.send(frame).await;
+                }))
             }
         }
     }
