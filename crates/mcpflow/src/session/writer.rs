@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +25,11 @@ use mcpflow_protocol::RequestId;
 const MAX_BATCH: usize = 256;
 /// Requests remembered as having progress written on their behalf, at most.
 const MAX_NOTIFIED: usize = 1024;
+
+/// Ids of the peer's requests with progress written on their behalf. Looked up once per
+/// progress report and per response; the ids come from the peer, so the hasher is
+/// seeded per set, as for the table of running requests.
+type Notified = HashSet<RequestId, RandomState>;
 
 /// A serialized message on its way out.
 #[derive(Debug)]
@@ -77,7 +83,7 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     shared: Arc<Shared>,
 ) {
     // Requests with progress written on their behalf since their last flush apart.
-    let mut notified = HashSet::new();
+    let mut notified = Notified::default();
     loop {
         // Control first (the reader's replies must never wait behind user traffic),
         // then user traffic, then the stop signal, which drains below.
@@ -131,7 +137,7 @@ async fn write_batch<W: FrameWriter>(
     first: Outbound,
     control: &mut mpsc::Receiver<Outbound>,
     outbound: &mut mpsc::Receiver<Outbound>,
-    notified: &mut HashSet<RequestId>,
+    notified: &mut Notified,
 ) -> Result<(), crate::error::TransportError> {
     let mut next = Some(first);
     for _ in 0..MAX_BATCH {
