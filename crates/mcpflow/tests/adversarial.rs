@@ -297,12 +297,15 @@ async fn close_is_bounded_while_answers_wait_for_a_stalled_client() {
     let running = server.serve(s);
     let mut peer = RawPeer::new(c);
     peer.initialize().await;
-    for id in 0..CALLS {
-        peer.send(
-            json!({"jsonrpc":"2.0","id":id + 2,"method":"tools/call","params":{"name":"big"}}),
-        )
-        .await;
-    }
+    bounded("the calls are sent", async {
+        for id in 0..CALLS {
+            peer.send(
+                json!({"jsonrpc":"2.0","id":id + 2,"method":"tools/call","params":{"name":"big"}}),
+            )
+            .await;
+        }
+    })
+    .await;
     // Every handler has returned: what is left of those calls waits on the writer.
     bounded("every handler returned", returned.1.notified()).await;
     assert!(

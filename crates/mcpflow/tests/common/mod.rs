@@ -247,7 +247,9 @@ impl RawPeer {
                        "clientInfo": {"name": "x", "version": "1"}}
         }))
         .await;
-        self.recv().await.expect("the answer to initialize")
+        bounded("the answer to initialize", self.recv())
+            .await
+            .expect("the answer to initialize")
     }
 
     /// Answer the client's initialize (the first request) and swallow `initialized`.
