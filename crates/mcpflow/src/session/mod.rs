@@ -101,7 +101,7 @@ pub trait Service: Send + Sync + 'static {
 pub(crate) struct Shared {
     config: SessionConfig,
     next_id: AtomicI64,
-    pending: PendingTable,
+    pending: Arc<PendingTable>,
     outbound: mpsc::Sender<Outbound>,
     control: mpsc::Sender<Outbound>,
     ended: CancellationToken,
@@ -312,20 +312,19 @@ impl Peer {
         };
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (bytes, alias) = frame(id, &options)?;
-        let events =
-            self.shared
-                .pending
-                .insert(id, alias)
-                .map_err(|reason| SessionError::Closed {
-                    method: method.into(),
-                    reason,
-                })?;
+        let events = self
+            .shared
+            .pending
+            .insert(id, alias, deadline)
+            .map_err(|reason| SessionError::Closed {
+                method: method.into(),
+                reason,
+            })?;
         let mut pending = PendingRequest {
             id,
             method: method_name(method),
             events,
             shared: self.shared.clone(),
-            deadline,
             on_progress: options.on_progress,
             finished: false,
             // Nothing to cancel until the request is queued.
@@ -619,7 +618,6 @@ pub struct PendingRequest {
     method: Cow<'static, str>,
     events: Arc<pending::Events>,
     shared: Arc<Shared>,
-    deadline: Deadline,
     on_progress: Option<ProgressCallback>,
     finished: bool,
     cancellable: bool,
@@ -692,25 +690,16 @@ impl PendingRequest {
             return None;
         }
         loop {
-            let deadline = self.deadline.at();
-            // A message that is already here wins over a timer that fired meanwhile.
-            let event = tokio::select! {
-                biased;
-                event = std::future::poll_fn(|cx| self.events.poll_next(cx)) => event,
-                () = tokio::time::sleep_until(deadline) => {
+            // The session's sweeper queues the timeout as the outcome, so a response
+            // that came first always wins.
+            match std::future::poll_fn(|cx| self.events.poll_next(cx)).await {
+                PendingEvent::Progress(update) => match update {
+                    Some(update) => return Some(Step::Progress(update)),
+                    None => tracing::debug!("ignored malformed progress"),
+                },
+                PendingEvent::Outcome(Err(Failure::Expired(deadline))) => {
                     self.abandon("timed out");
-                    return Some(Step::Done(Err(self.deadline.expired_error(&self.method))));
-                }
-            };
-            match event {
-                PendingEvent::Progress(update) => {
-                    if self.deadline.reset_on_progress {
-                        self.deadline.last_activity = Instant::now();
-                    }
-                    match update {
-                        Some(update) => return Some(Step::Progress(update)),
-                        None => tracing::debug!("ignored malformed progress"),
-                    }
+                    return Some(Step::Done(Err(deadline.expired_error(&self.method))));
                 }
                 PendingEvent::Outcome(outcome) => {
                     self.finished = true;
@@ -727,6 +716,7 @@ impl PendingRequest {
                             method: self.method.as_ref().into(),
                             error,
                         },
+                        Failure::Expired(deadline) => deadline.expired_error(&self.method),
                     });
                     return Some(Step::Done(result));
                 }
@@ -773,6 +763,8 @@ pub struct Session {
     reader: Option<JoinHandle<()>>,
     writer: Option<JoinHandle<()>>,
     lane: Option<JoinHandle<()>>,
+    /// Fails pending requests whose time is up; ends with the connection.
+    sweeper: Option<JoinHandle<()>>,
     writer_stop: CancellationToken,
 }
 
@@ -807,7 +799,7 @@ impl Session {
         let shared = Arc::new(Shared {
             config,
             next_id: AtomicI64::new(1),
-            pending: PendingTable::default(),
+            pending: Arc::default(),
             outbound: outbound_tx,
             control: control_tx,
             ended: CancellationToken::new(),
@@ -830,12 +822,17 @@ impl Session {
             shared.clone(),
         ));
         let lane = tokio::spawn(lane.run(service.clone(), peer.clone()));
+        let sweeper = tokio::spawn(pending::run_sweeper(
+            shared.pending.clone(),
+            shared.ended.clone(),
+        ));
         let reader = tokio::spawn(reader::run_reader(reader, shared, service, peer.clone()));
         Session {
             peer,
             reader: Some(reader),
             writer: Some(writer),
             lane: Some(lane),
+            sweeper: Some(sweeper),
             writer_stop,
         }
     }
@@ -868,6 +865,9 @@ impl Session {
             join_bounded(reader, grace, "reader").await;
         }
         shared.shutdown(CloseReason::ClosedLocally);
+        if let Some(sweeper) = self.sweeper.take() {
+            join_bounded(sweeper, grace, "request timer").await;
+        }
         shared.inbound.close(grace, !peer_ended).await;
         if let Some(lane) = self.lane.take() {
             join_bounded(lane, grace, "notification lane").await;
@@ -898,10 +898,13 @@ impl Drop for Session {
         let shared = &self.peer.shared;
         shared.shutdown(CloseReason::ClosedLocally);
         shared.inbound.abort_all();
-        for handle in [self.reader.take(), self.lane.take(), self.writer.take()]
-            .into_iter()
-            .flatten()
-        {
+        let handles = [
+            self.reader.take(),
+            self.lane.take(),
+            self.sweeper.take(),
+            self.writer.take(),
+        ];
+        for handle in handles.into_iter().flatten() {
             handle.abort();
         }
     }

@@ -5,8 +5,13 @@
 //! progress and then its outcome into it, in receive order, without ever waiting; the
 //! caller drains it. So progress is always delivered, in order, before the response is
 //! returned, and a slow caller never slows the reader.
+//!
+//! Timeouts are kept by the table too: each entry holds its request's [`Deadline`], and
+//! one sweeper task per session ([`run_sweeper`]) sleeps until the earliest of them and
+//! fails the requests whose time is up. A call that is answered in time arms no timer
+//! of its own.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -15,7 +20,9 @@ use std::time::Duration;
 use mcpflow_protocol::{ErrorObject, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{CloseReason, SessionError, TransportError};
 
@@ -199,6 +206,8 @@ pub(crate) enum Failure {
     Rejected(ErrorObject),
     Closed(CloseReason),
     Transport(TransportError),
+    /// The request's clock ran out; its deadline says which limit it hit.
+    Expired(Deadline),
 }
 
 /// An event of a pending request, as [`PendingRequest::next_event`](super::PendingRequest::next_event) yields them.
@@ -298,6 +307,10 @@ impl Drop for DeferredWakes {
 struct Slot {
     events: Arc<Events>,
     token_alias: Option<String>,
+    deadline: Deadline,
+    /// Where the entry sits in [`TableState::due`]: its deadline when it was last
+    /// filed, which progress may since have moved later (never earlier).
+    due_at: Instant,
 }
 
 #[derive(Default)]
@@ -306,6 +319,10 @@ struct TableState {
     slots: HashMap<i64, Slot, foldhash::fast::RandomState>,
     /// Progress tokens chosen by the caller (JSON text) -> request id.
     aliases: HashMap<String, i64>,
+    /// Every entry of `slots` by the deadline it was filed under, earliest first.
+    due: BTreeSet<(Instant, i64)>,
+    /// What the sweeper sleeps until (`None`: until it is woken).
+    armed: Option<Instant>,
     closed: Option<CloseReason>,
 }
 
@@ -313,6 +330,8 @@ struct TableState {
 #[derive(Default)]
 pub(crate) struct PendingTable {
     state: Mutex<TableState>,
+    /// Wakes the sweeper when a request is due before what it sleeps until.
+    sweeper: Notify,
 }
 
 impl PendingTable {
@@ -320,11 +339,12 @@ impl PendingTable {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Register a request; fails when the connection has ended.
+    /// Register a request, due by `deadline`; fails when the connection has ended.
     pub(crate) fn insert(
         &self,
         id: i64,
         token_alias: Option<String>,
+        deadline: Deadline,
     ) -> Result<Arc<Events>, CloseReason> {
         let mut state = self.lock();
         if let Some(reason) = &state.closed {
@@ -334,23 +354,29 @@ impl PendingTable {
         if let Some(alias) = &token_alias {
             state.aliases.insert(alias.clone(), id);
         }
+        let due_at = deadline.at();
         state.slots.insert(
             id,
             Slot {
                 events: events.clone(),
                 token_alias,
+                deadline,
+                due_at,
             },
         );
+        state.due.insert((due_at, id));
+        // Most requests are due after the earliest one: the sweeper sleeps on.
+        if state.armed.is_none_or(|armed| due_at < armed) {
+            state.armed = Some(due_at);
+            self.sweeper.notify_one();
+        }
         Ok(events)
     }
 
     pub(crate) fn remove(&self, id: i64) {
-        let mut state = self.lock();
-        if let Some(slot) = state.slots.remove(&id)
-            && let Some(alias) = slot.token_alias
-        {
-            state.aliases.remove(&alias);
-        }
+        // The entry is dropped after the lock is released.
+        let slot = self.lock().take(id);
+        drop(slot);
     }
 
     /// Deliver an outcome. Returns false for an unknown (or late) id.
@@ -364,12 +390,9 @@ impl PendingTable {
             return false;
         };
         let mut state = self.lock();
-        let Some(slot) = state.slots.remove(&n) else {
+        let Some(slot) = state.take(n) else {
             return false;
         };
-        if let Some(alias) = &slot.token_alias {
-            state.aliases.remove(alias);
-        }
         drop(state);
         slot.events
             .push(PendingEvent::Outcome(outcome), Some(wakes));
@@ -384,23 +407,62 @@ impl PendingTable {
         update: Option<ProgressUpdate>,
         wakes: &mut DeferredWakes,
     ) -> bool {
-        let state = self.lock();
+        let mut state = self.lock();
         let id = match state.aliases.get(token) {
             Some(id) => Some(*id),
-            None => token
-                .trim_matches('"')
-                .parse::<i64>()
-                .ok()
-                .filter(|n| state.slots.contains_key(n)),
+            None => token.trim_matches('"').parse::<i64>().ok(),
         };
-        match id.and_then(|id| state.slots.get(&id)) {
+        match id.and_then(|id| state.slots.get_mut(&id)) {
             Some(slot) => {
+                // The clock restarts when the report is read, not when the caller gets
+                // to it; the sweeper files the entry under its new deadline when the
+                // old one comes.
+                if slot.deadline.reset_on_progress {
+                    slot.deadline.last_activity = Instant::now();
+                }
                 slot.events
                     .push(PendingEvent::Progress(update), Some(wakes));
                 true
             }
             None => false,
         }
+    }
+
+    /// Fail every request whose deadline is at or before `now`, and refile those whose
+    /// deadline moved on. Returns when the next one is due.
+    fn sweep(&self, now: Instant) -> Option<Instant> {
+        let mut expired = Vec::new();
+        let next = {
+            let mut guard = self.lock();
+            let state = &mut *guard;
+            while let Some(&(at, id)) = state.due.first()
+                && at <= now
+            {
+                state.due.pop_first();
+                let Some(slot) = state.slots.get_mut(&id) else {
+                    continue;
+                };
+                let actual = slot.deadline.at();
+                if actual > now {
+                    slot.due_at = actual;
+                    state.due.insert((actual, id));
+                } else if let Some(slot) = state.slots.remove(&id) {
+                    if let Some(alias) = &slot.token_alias {
+                        state.aliases.remove(alias);
+                    }
+                    expired.push(slot);
+                }
+            }
+            state.armed = state.due.first().map(|&(at, _)| at);
+            state.armed
+        };
+        for slot in expired {
+            slot.events.push(
+                PendingEvent::Outcome(Err(Failure::Expired(slot.deadline))),
+                None,
+            );
+        }
+        next
     }
 
     /// Fail every pending request with `reason` and refuse new ones.
@@ -411,6 +473,7 @@ impl PendingTable {
                 state.closed = Some(reason.clone());
             }
             state.aliases.clear();
+            state.due.clear();
             std::mem::take(&mut state.slots)
         };
         for (_, slot) in slots {
@@ -423,6 +486,33 @@ impl PendingTable {
 
     pub(crate) fn len(&self) -> usize {
         self.lock().slots.len()
+    }
+}
+
+impl TableState {
+    /// Take a request's entry out of the table.
+    fn take(&mut self, id: i64) -> Option<Slot> {
+        let slot = self.slots.remove(&id)?;
+        self.due.remove(&(slot.due_at, id));
+        if let Some(alias) = &slot.token_alias {
+            self.aliases.remove(alias);
+        }
+        Some(slot)
+    }
+}
+
+/// The session's one timer: sleeps until the earliest pending request is due, fails
+/// the requests whose time is up, and ends with the connection.
+pub(crate) async fn run_sweeper(table: Arc<PendingTable>, ended: CancellationToken) {
+    let mut next = None;
+    loop {
+        tokio::select! {
+            biased;
+            () = ended.cancelled() => return,
+            () = table.sweeper.notified() => {}
+            () = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {}
+        }
+        next = table.sweep(Instant::now());
     }
 }
 
@@ -492,6 +582,70 @@ mod tests {
         let result = ResultJson::in_frame(frame, range).unwrap();
         assert!(matches!(result, ResultJson::Owned(_)));
         assert_eq!(result.get(), r#"{"ok":true}"#);
+    }
+
+    fn deadline(start: Instant, timeout_secs: u64) -> Deadline {
+        Deadline {
+            started: start,
+            last_activity: start,
+            timeout: Duration::from_secs(timeout_secs),
+            max_total: Duration::from_secs(3600),
+            reset_on_progress: true,
+        }
+    }
+
+    /// The event an entry's caller would read next, if any.
+    fn next_event(events: &Events) -> Option<PendingEvent> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match events.poll_next(&mut cx) {
+            Poll::Ready(event) => Some(event),
+            Poll::Pending => None,
+        }
+    }
+
+    fn expired(events: &Events) -> bool {
+        matches!(
+            next_event(events),
+            Some(PendingEvent::Outcome(Err(Failure::Expired(_))))
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_sweep_fails_what_is_due_refiles_what_progress_moved_and_says_what_is_next() {
+        let table = PendingTable::default();
+        let t0 = Instant::now();
+        let secs = |n: u64| t0 + Duration::from_secs(n);
+        let slow = table.insert(1, None, deadline(t0, 5)).unwrap();
+        let quick = table.insert(2, None, deadline(t0, 1)).unwrap();
+        let ticking = table.insert(3, None, deadline(t0, 3)).unwrap();
+        let answered = table.insert(4, None, deadline(t0, 2)).unwrap();
+
+        assert_eq!(table.sweep(t0), Some(secs(1)));
+        assert!(next_event(&quick).is_none());
+
+        assert_eq!(table.sweep(secs(1)), Some(secs(2)));
+        assert!(expired(&quick), "due at 1 s");
+        assert!(next_event(&slow).is_none() && next_event(&ticking).is_none());
+
+        // Answered before its time: it never fires.
+        table.remove(4);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let mut wakes = DeferredWakes::default();
+        assert!(table.progress("3", None, &mut wakes));
+        assert!(matches!(
+            next_event(&ticking),
+            Some(PendingEvent::Progress(None))
+        ));
+
+        // Due at 3 s as filed, but progress at 2 s moved it to 5 s.
+        assert_eq!(table.sweep(secs(3)), Some(secs(5)));
+        assert!(next_event(&ticking).is_none(), "refiled, not failed");
+        assert!(next_event(&answered).is_none());
+
+        assert_eq!(table.sweep(secs(5)), None);
+        assert!(expired(&slow) && expired(&ticking));
+        assert_eq!(table.len(), 0);
+        assert!(!table.progress("3", None, &mut wakes), "gone once expired");
     }
 
     #[test]
