@@ -137,7 +137,8 @@ async fn typed_tools_declare_schemas_validate_and_return_structured_content() {
 #[tokio::test]
 async fn the_client_checks_structured_content_against_the_output_schema() {
     let (c, s) = pair(Kind::Memory0);
-    let _running = server().serve(s);
+    let server = server();
+    let _running = server.serve(s);
     let client = bounded("connect", Client::builder("t", "1").connect(c))
         .await
         .expect("connect");
@@ -153,6 +154,33 @@ async fn the_client_checks_structured_content_against_the_output_schema() {
         err.to_string().contains("outputSchema") && err.to_string().contains("/n"),
         "{err}"
     );
+    let again = bounded("checked again", client.call_tool("liar", json!({})))
+        .await
+        .expect_err("the same schema, compiled once, still checks");
+    assert!(again.to_string().contains("/n"), "{again}");
+
+    // The server changes the tool's schema to one its output keeps: the client compiles
+    // the new schema instead of reusing the old one.
+    let string_n = json!({"type":"object","properties":{"n":{"type":"string"}},"required":["n"]});
+    server
+        .add_tool(
+            Tool::new("liar", "now keeps its schema", Tool::empty_input_schema())
+                .with_output_schema(string_n.as_object().unwrap().clone()),
+            |_a, _c| async { Ok(CallToolResult::structured(json!({"n": "not a number"}))) },
+        )
+        .await;
+    // The ping's answer comes after the list_changed sent before it.
+    bounded("ping", client.ping()).await.expect("ping");
+    bounded("list_changed handled", client.notifications_handled()).await;
+    let tools = bounded("tools again", client.tools()).await.expect("tools");
+    let liar = tools.iter().find(|t| t.name == "liar").expect("liar");
+    assert_eq!(liar.output_schema.as_ref(), string_n.as_object());
+    bounded(
+        "checked against the new schema",
+        client.call_tool("liar", json!({})),
+    )
+    .await
+    .expect("its output fits the new schema");
     bounded("close", client.close()).await;
 }
 

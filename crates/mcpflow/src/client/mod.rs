@@ -315,12 +315,19 @@ struct ClientShared {
     handlers: Handlers,
     server: OnceLock<InitializeResult>,
     caches: OnceLock<Caches>,
-    /// Compiled `outputSchema`s by tool name, with the schema text they came from.
+    /// Compiled `outputSchema`s by tool name.
     output_validators: std::sync::Mutex<OutputValidators>,
 }
 
-type OutputValidators =
-    std::collections::HashMap<String, (String, Option<Arc<jsonschema::Validator>>)>;
+type OutputValidators = std::collections::HashMap<String, OutputValidator>;
+
+/// A tool's compiled `outputSchema` (`None`: it does not compile), with the schema and
+/// the tool list it was last found in.
+struct OutputValidator {
+    list: Arc<Vec<Tool>>,
+    schema: JsonObject,
+    validator: Option<Arc<jsonschema::Validator>>,
+}
 
 /// A typed tool call did not produce the expected value.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -576,12 +583,14 @@ impl ClientHandle {
         if result.is_error() {
             return Ok(());
         }
-        let Some(schema) = self.caches().tools.snapshot().and_then(|tools| {
-            tools
-                .iter()
-                .find(|t| t.name == tool)
-                .and_then(|t| t.output_schema.clone())
-        }) else {
+        let Some(tools) = self.caches().tools.snapshot() else {
+            return Ok(());
+        };
+        let Some(schema) = tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.output_schema.as_ref())
+        else {
             return Ok(());
         };
         let invalid = |detail: String| SessionError::Codec {
@@ -593,23 +602,7 @@ impl ClientHandle {
                 "the tool declares an outputSchema but returned no structuredContent".to_owned(),
             ));
         };
-        let schema = serde_json::Value::Object(schema);
-        let schema_text = schema.to_string();
-        let validator = {
-            let mut cache = self
-                .shared
-                .output_validators
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match cache.get(tool) {
-                Some((text, validator)) if *text == schema_text => validator.clone(),
-                _ => {
-                    let validator = jsonschema::validator_for(&schema).ok().map(Arc::new);
-                    cache.insert(tool.to_owned(), (schema_text, validator.clone()));
-                    validator
-                }
-            }
-        };
+        let validator = self.output_validator(tool, &tools, schema);
         let Some(validator) = validator else {
             tracing::warn!(%tool, "the tool's outputSchema does not compile; its output is not checked");
             return Ok(());
@@ -627,6 +620,43 @@ impl ClientHandle {
                 errors.join("; ")
             )))
         }
+    }
+
+    /// The compiled `outputSchema` of `tool` as `tools` (the current list) declares it.
+    /// Compiled once per schema: a call with the same list costs a pointer comparison,
+    /// and a refreshed list a comparison of the schema with the one compiled.
+    fn output_validator(
+        &self,
+        tool: &str,
+        tools: &Arc<Vec<Tool>>,
+        schema: &JsonObject,
+    ) -> Option<Arc<jsonschema::Validator>> {
+        let mut cache = self
+            .shared
+            .output_validators
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = cache.get_mut(tool) {
+            if Arc::ptr_eq(&known.list, tools) {
+                return known.validator.clone();
+            }
+            if known.schema == *schema {
+                known.list = tools.clone();
+                return known.validator.clone();
+            }
+        }
+        let validator = jsonschema::validator_for(&serde_json::Value::Object(schema.clone()))
+            .ok()
+            .map(Arc::new);
+        cache.insert(
+            tool.to_owned(),
+            OutputValidator {
+                list: tools.clone(),
+                schema: schema.clone(),
+                validator: validator.clone(),
+            },
+        );
+        validator
     }
 
     /// Start a tool call and read its progress as a stream
