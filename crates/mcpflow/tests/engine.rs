@@ -892,6 +892,46 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
     bounded("client close", client.close()).await;
 }
 
+/// Guarantee 7: close cancels the handlers still running and waits for them: a handler
+/// that winds down within the close grace has finished when `close` returns.
+#[tokio::test(start_paused = true)]
+async fn close_waits_for_cancelled_handlers_to_wind_down() {
+    for kind in MEMORY {
+        let started = Arc::new(Notify::new());
+        let wound_down = Arc::new(AtomicBool::new(false));
+        let (s1, w1) = (started.clone(), wound_down.clone());
+        let server = Server::builder("tidy", "1")
+            .tool(tool("tidy"), move |_a, cx| {
+                let (s1, w1) = (s1.clone(), w1.clone());
+                async move {
+                    s1.notify_one();
+                    cx.cancellation().cancelled().await;
+                    // Cleanup that takes a while, well inside the close grace (2 s).
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    w1.store(true, Ordering::SeqCst);
+                    Ok(CallToolResult::text("cancelled"))
+                }
+            })
+            .build();
+        let (c, s) = pair(kind);
+        let running = server.serve(s);
+        let client = bounded("connect", Client::builder("t", "1").connect(c))
+            .await
+            .expect("connect");
+        let handle = client.handle();
+        let call = tokio::spawn(async move { handle.call_tool("tidy", json!({})).await });
+        bounded("tool started", started.notified()).await;
+        bounded("server close", running.close()).await;
+        assert!(
+            wound_down.load(Ordering::SeqCst),
+            "close returned before the cancelled handler finished ({kind:?})"
+        );
+        let result = bounded("the client's call ends", call).await.unwrap();
+        assert!(result.is_err(), "{kind:?}");
+        bounded("client close", client.close()).await;
+    }
+}
+
 /// Guarantee 7: no task outlives its connection. Dropping a server's connection drops
 /// the handlers still running, even one that ignores cancellation, at once (no grace).
 #[tokio::test(start_paused = true)]

@@ -3,7 +3,7 @@
 //!
 //! Admission never waits. A request past `max_concurrent_requests` waits for a slot (at
 //! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
-//! Each admitted request is a task of the session's [`TaskTracker`] with a
+//! Each admitted request is a task, counted until it ends, with a
 //! [`RequestCancel`] of its own (kept in the table of running requests) that
 //! `notifications/cancelled`, close or drop trips. Cancelling shares nothing between
 //! requests: no parent token, no session-wide waiter list; the table's lock is taken
@@ -16,8 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use foldhash::fast::RandomState;
 use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_util::task::TaskTracker;
+use tokio::sync::{Notify, Semaphore, mpsc};
 
 use super::cancel::RequestCancel;
 use super::writer::Outbound;
@@ -29,12 +28,15 @@ type Running = HashMap<RequestId, Arc<RequestCancel>, RandomState>;
 
 pub(crate) struct Inbound {
     running: Mutex<Running>,
-    slots: Arc<Semaphore>,
+    slots: Semaphore,
+    /// Requests admitted whose task has not ended (running, queued for a slot, or
+    /// queueing their answer).
     admitted: AtomicUsize,
+    /// Notified when `admitted` drops to zero.
+    drained: Notify,
     limit: usize,
     max_concurrent: usize,
     queue_capacity: usize,
-    tasks: TaskTracker,
     /// Set when close begins: a request admitted from then on starts cancelled.
     closing: AtomicBool,
     /// Set when handlers outlive the last grace: a request admitted from then on starts
@@ -60,12 +62,12 @@ impl Inbound {
     ) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::default()),
-            slots: Arc::new(Semaphore::new(max_concurrent)),
+            slots: Semaphore::new(max_concurrent),
             admitted: AtomicUsize::new(0),
+            drained: Notify::new(),
             limit: max_concurrent + queue_capacity,
             max_concurrent,
             queue_capacity,
-            tasks: TaskTracker::new(),
             closing: AtomicBool::new(false),
             aborting: AtomicBool::new(false),
             cancel_grace,
@@ -89,7 +91,7 @@ impl Inbound {
         service: &Arc<dyn Service>,
         peer: &Peer,
     ) -> Result<(), Refusal> {
-        let token = {
+        let (token, admitted) = {
             let mut running = self.running();
             if running.contains_key(&request.id) {
                 return Err(Refusal::Duplicate(request.id));
@@ -99,8 +101,7 @@ impl Inbound {
             }
             let token = Arc::new(RequestCancel::default());
             running.insert(request.id.clone(), token.clone());
-            self.admitted.fetch_add(1, Ordering::AcqRel);
-            token
+            (token, Admitted::count(self))
         };
         // Close sets a flag before it cancels what the table holds, so a request is
         // either in the table then or sees the flag here.
@@ -109,103 +110,12 @@ impl Inbound {
         } else if self.closing.load(Ordering::SeqCst) {
             token.cancel();
         }
-        let this = self.clone();
         let service = service.clone();
         let peer = peer.with_related(request.id.clone());
         // Boxed: a task's cell is allocated aligned to a cache line, which glibc serves
         // from its slow path, and the larger the cell the slower; this keeps it small.
-        self.tasks
-            .spawn(Box::pin(this.serve(request, token, service, peer)));
+        tokio::spawn(Box::pin(serve(admitted, request, token, service, peer)));
         Ok(())
-    }
-
-    /// One request's task. Every wait in it ends when the request is cancelled (abort
-    /// is a cancellation too), and the grace after a cancellation ends at an abort. The
-    /// only exception is queueing the answer, after the request left the table: the
-    /// writer's stop ends that.
-    async fn serve(
-        self: Arc<Self>,
-        request: Request,
-        token: Arc<RequestCancel>,
-        service: Arc<dyn Service>,
-        peer: Peer,
-    ) {
-        // The slow paths (waiting for a slot, the cancellation grace, a full writer
-        // queue) are boxed, so this future stays small: it is allocated per request.
-        let _admitted = AdmittedGuard(&self.admitted);
-        let id = request.id.clone();
-        // Cancelled (by the peer or a close) before it started: the handler never runs.
-        if token.is_cancelled() {
-            self.running().remove(&id);
-            return;
-        }
-        let permit = match self.slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                let slots = self.slots.clone();
-                let queued = Box::pin(async {
-                    tokio::select! {
-                        biased;
-                        () = token.cancelled() => None,
-                        permit = slots.acquire_owned() => permit.ok(),
-                    }
-                });
-                match queued.await {
-                    Some(permit) => permit,
-                    None => {
-                        self.running().remove(&id);
-                        return;
-                    }
-                }
-            }
-        };
-        let method = super::method_name(&request.method);
-        let cx = RequestContext::new(id.clone(), request.params.as_deref(), token.clone(), peer);
-        let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
-        let handler = catch_unwind(tracing::Instrument::instrument(
-            service.handle_request(request, cx),
-            span,
-        ));
-        tokio::pin!(handler);
-        let handled = tokio::select! {
-            biased;
-            outcome = &mut handler => Some(outcome),
-            () = token.cancelled() => None,
-        };
-        if handled.is_none() {
-            // Cancelled: the handler sees its token tripped and gets the grace to wind
-            // down (release resources, log); then it is dropped. No answer is sent.
-            let grace = tokio::time::timeout(self.cancel_grace, handler);
-            Box::pin(async {
-                tokio::select! {
-                    biased;
-                    _ = grace => {}
-                    () = token.aborted() => {}
-                }
-            })
-            .await;
-        }
-        // Free the id before answering: the peer may reuse it as soon as it reads the answer.
-        self.running().remove(&id);
-        drop(permit);
-        let reply = match handled {
-            // Cancelled by the peer or by close, even if the handler then returned: a
-            // cancelled request is not answered.
-            _ if token.is_cancelled() => return,
-            None => return,
-            Some(Ok(Ok(result))) => Message::response(id.clone(), result),
-            Some(Ok(Err(error))) => Message::error(Some(id.clone()), error),
-            Some(Err(())) => {
-                tracing::error!(%method, %id, "request handler panicked");
-                Message::error(
-                    Some(id.clone()),
-                    ErrorObject::internal(format!("the handler for `{method}` panicked")),
-                )
-            }
-        };
-        if let Some(wait) = self.answer(reply, id) {
-            wait.await;
-        }
     }
 
     /// Queue a handler's answer. Done at once when the writer queue has room (or the
@@ -281,7 +191,6 @@ impl Inbound {
     /// `grace` to finish first (the peer ended its stream but may still read answers).
     /// Whatever still runs after the last grace is aborted.
     pub(crate) async fn close(&self, grace: std::time::Duration, cancel_first: bool) {
-        self.tasks.close();
         if cancel_first {
             self.cancel_all();
         }
@@ -295,7 +204,7 @@ impl Inbound {
             }
         }
         tracing::warn!(
-            left = self.tasks.len(),
+            left = self.in_flight(),
             "request handlers ignored cancellation; aborting them"
         );
         self.abort_running();
@@ -303,7 +212,7 @@ impl Inbound {
         // for room in the writer queue: it ends when the writer stops, after this.
         if !self.join_all(grace).await {
             tracing::warn!(
-                left = self.tasks.len(),
+                left = self.in_flight(),
                 "request tasks still wait to queue their answers; they end with the writer"
             );
         }
@@ -335,14 +244,127 @@ impl Inbound {
 
     /// Whether every task ended within `grace`.
     async fn join_all(&self, grace: std::time::Duration) -> bool {
-        tokio::time::timeout(grace, self.tasks.wait()).await.is_ok()
+        tokio::time::timeout(grace, self.drained()).await.is_ok()
+    }
+
+    /// Resolves once no admitted request's task is left.
+    async fn drained(&self) {
+        loop {
+            let notified = self.drained.notified();
+            tokio::pin!(notified);
+            // Registered before the count is read, so a drop to zero in between wakes it.
+            notified.as_mut().enable();
+            if self.in_flight() == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
-struct AdmittedGuard<'a>(&'a AtomicUsize);
+/// One admitted request, counted from its admission until its task ends, or is dropped
+/// without having run.
+struct Admitted(Arc<Inbound>);
 
-impl Drop for AdmittedGuard<'_> {
+impl Admitted {
+    fn count(inbound: &Arc<Inbound>) -> Admitted {
+        inbound.admitted.fetch_add(1, Ordering::AcqRel);
+        Admitted(inbound.clone())
+    }
+}
+
+impl Drop for Admitted {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        if self.0.admitted.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.drained.notify_waiters();
+        }
+    }
+}
+
+/// One request's task. Every wait in it ends when the request is cancelled (abort is a
+/// cancellation too), and the grace after a cancellation ends at an abort. The only
+/// exception is queueing the answer, after the request left the table: the writer's
+/// stop ends that.
+async fn serve(
+    admitted: Admitted,
+    request: Request,
+    token: Arc<RequestCancel>,
+    service: Arc<dyn Service>,
+    peer: Peer,
+) {
+    // The slow paths (waiting for a slot, the cancellation grace, a full writer queue)
+    // are boxed, so this future stays small: it is allocated per request.
+    let inbound = &*admitted.0;
+    let id = request.id.clone();
+    // Cancelled (by the peer or a close) before it started: the handler never runs.
+    if token.is_cancelled() {
+        inbound.running().remove(&id);
+        return;
+    }
+    let permit = match inbound.slots.try_acquire() {
+        Ok(permit) => permit,
+        Err(_) => {
+            let queued = Box::pin(async {
+                tokio::select! {
+                    biased;
+                    () = token.cancelled() => None,
+                    permit = inbound.slots.acquire() => permit.ok(),
+                }
+            });
+            match queued.await {
+                Some(permit) => permit,
+                None => {
+                    inbound.running().remove(&id);
+                    return;
+                }
+            }
+        }
+    };
+    let method = super::method_name(&request.method);
+    let cx = RequestContext::new(id.clone(), request.params.as_deref(), token.clone(), peer);
+    let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
+    let handler = catch_unwind(tracing::Instrument::instrument(
+        service.handle_request(request, cx),
+        span,
+    ));
+    tokio::pin!(handler);
+    let handled = tokio::select! {
+        biased;
+        outcome = &mut handler => Some(outcome),
+        () = token.cancelled() => None,
+    };
+    if handled.is_none() {
+        // Cancelled: the handler sees its token tripped and gets the grace to wind
+        // down (release resources, log); then it is dropped. No answer is sent.
+        let grace = tokio::time::timeout(inbound.cancel_grace, handler);
+        Box::pin(async {
+            tokio::select! {
+                biased;
+                _ = grace => {}
+                () = token.aborted() => {}
+            }
+        })
+        .await;
+    }
+    // Free the id before answering: the peer may reuse it as soon as it reads the answer.
+    inbound.running().remove(&id);
+    drop(permit);
+    let reply = match handled {
+        // Cancelled by the peer or by close, even if the handler then returned: a
+        // cancelled request is not answered.
+        _ if token.is_cancelled() => return,
+        None => return,
+        Some(Ok(Ok(result))) => Message::response(id.clone(), result),
+        Some(Ok(Err(error))) => Message::error(Some(id.clone()), error),
+        Some(Err(())) => {
+            tracing::error!(%method, %id, "request handler panicked");
+            Message::error(
+                Some(id.clone()),
+                ErrorObject::internal(format!("the handler for `{method}` panicked")),
+            )
+        }
+    };
+    if let Some(wait) = inbound.answer(reply, id) {
+        wait.await;
     }
 }
