@@ -852,14 +852,7 @@ impl Drop for Dropped {
 /// A server over `kind` whose only tool never returns and ignores cancellation, a client
 /// calling it, and the call, once the tool has started. `dropped` is notified when the
 /// tool's future is dropped.
-async fn stubborn_call(
-    kind: Kind,
-    dropped: Arc<Notify>,
-) -> (
-    mcpflow::server::RunningServer,
-    Client,
-    tokio::task::JoinHandle<Result<CallToolResult, SessionError>>,
-) {
+async fn stubborn_call(kind: Kind, dropped: Arc<Notify>) -> StartedCall {
     let started = Arc::new(Notify::new());
     let s1 = started.clone();
     let server = Server::builder("stubborn", "1")
@@ -873,13 +866,27 @@ async fn stubborn_call(
             }
         })
         .build();
+    start_call(kind, &server, "stubborn", &started).await
+}
+
+/// A running server, a client of it, and a call in flight.
+type StartedCall = (
+    mcpflow::server::RunningServer,
+    Client,
+    tokio::task::JoinHandle<Result<CallToolResult, SessionError>>,
+);
+
+/// Serve `server` over `kind`, connect a client and call `tool`, returning once the
+/// tool has notified `started`.
+async fn start_call(kind: Kind, server: &Server, tool: &str, started: &Notify) -> StartedCall {
     let (c, s) = pair(kind);
     let running = server.serve(s);
     let client = bounded("connect", Client::builder("t", "1").connect(c))
         .await
         .expect("connect");
     let handle = client.handle();
-    let call = tokio::spawn(async move { handle.call_tool("stubborn", json!({})).await });
+    let tool = tool.to_owned();
+    let call = tokio::spawn(async move { handle.call_tool(&tool, json!({})).await });
     bounded("tool started", started.notified()).await;
     (running, client, call)
 }
@@ -913,14 +920,7 @@ async fn close_waits_for_cancelled_handlers_to_wind_down() {
                 }
             })
             .build();
-        let (c, s) = pair(kind);
-        let running = server.serve(s);
-        let client = bounded("connect", Client::builder("t", "1").connect(c))
-            .await
-            .expect("connect");
-        let handle = client.handle();
-        let call = tokio::spawn(async move { handle.call_tool("tidy", json!({})).await });
-        bounded("tool started", started.notified()).await;
+        let (running, client, call) = start_call(kind, &server, "tidy", &started).await;
         bounded("server close", running.close()).await;
         assert!(
             wound_down.load(Ordering::SeqCst),
