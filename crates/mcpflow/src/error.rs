@@ -90,6 +90,9 @@ pub enum CloseReason {
     Transport(TransportError),
     /// This side called `close()` or dropped the connection.
     ClosedLocally,
+    /// A task of the connection's engine (its reader or its request timer) ended
+    /// unexpectedly, by a panic that was logged where it happened.
+    EngineStopped(&'static str),
 }
 
 impl fmt::Display for CloseReason {
@@ -98,6 +101,12 @@ impl fmt::Display for CloseReason {
             CloseReason::PeerClosed => f.write_str("the peer closed the connection"),
             CloseReason::Transport(e) => write!(f, "{e}"),
             CloseReason::ClosedLocally => f.write_str("the connection was closed by this side"),
+            CloseReason::EngineStopped(task) => {
+                write!(
+                    f,
+                    "the connection's {task} stopped unexpectedly (see the log)"
+                )
+            }
         }
     }
 }

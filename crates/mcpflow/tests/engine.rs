@@ -899,6 +899,69 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
     bounded("client close", client.close()).await;
 }
 
+/// Guarantee 6: a panic on the reader (here in a `Service::observe_notification`) ends
+/// the connection: a pending request fails at once, naming the reader, instead of
+/// waiting out its timeout.
+#[tokio::test]
+async fn a_panic_on_the_reader_fails_pending_requests_at_once() {
+    use mcpflow::protocol::jsonrpc::{Notification, Request};
+    use mcpflow::protocol::{ErrorCode, ErrorObject};
+    use mcpflow::session::{BoxFuture, Peer, RequestContext, Service, Session};
+    use serde_json::value::RawValue;
+
+    struct PanicsOnObserve;
+    impl Service for PanicsOnObserve {
+        fn handle_request(
+            &self,
+            _request: Request,
+            _cx: RequestContext,
+        ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+            Box::pin(async { Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "none")) })
+        }
+        fn handle_notification(&self, _n: Notification, _peer: Peer) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+        fn observe_notification(&self, n: &Notification, _peer: &Peer) {
+            assert_ne!(n.method, "test/panic", "a bug in the observer");
+        }
+    }
+
+    // A pipe with room: the notification is written whole before the reader takes it
+    // (and then the session, as it should, drops its end).
+    let (ours, theirs) = pair(Kind::MemoryLarge);
+    let session = Session::start(ours, Arc::new(PanicsOnObserve), Default::default());
+    let mut raw = RawPeer::new(theirs);
+    let peer = session.peer().clone();
+    let call =
+        tokio::spawn(async move { peer.request_raw("slow", None, RequestOptions::new()).await });
+    bounded(
+        "the request arrives",
+        raw.recv_until(|m| m["method"] == "slow"),
+    )
+    .await;
+    raw.send(json!({"jsonrpc": "2.0", "method": "test/panic"}))
+        .await;
+    let err = bounded("the call fails at once", call)
+        .await
+        .unwrap()
+        .expect_err("no answer came");
+    assert!(
+        matches!(
+            &err,
+            SessionError::Closed {
+                reason: mcpflow::CloseReason::EngineStopped("reader"),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("reader stopped unexpectedly"),
+        "{err}"
+    );
+    bounded("close", session.close()).await;
+}
+
 /// Guarantee 7: close cancels the handlers still running and waits for them: a handler
 /// that winds down within the close grace has finished when `close` returns.
 #[tokio::test(start_paused = true)]

@@ -1,5 +1,5 @@
-//! The engine: one connection's reader, writer, pending table, notification lane and
-//! request tasks.
+//! The engine: one connection's reader, writer, pending table and its timer,
+//! notification lane and request tasks.
 //!
 //! ```text
 //! transport ──frames──▶ reader ──┬─ response ──▶ pending table ──▶ caller (PendingRequest)
@@ -756,8 +756,8 @@ impl Drop for PendingRequest {
     }
 }
 
-/// A running connection: owns its reader, writer and lane tasks and its request
-/// handlers. Dropping it aborts them all; [`Session::close`] ends it in order.
+/// A running connection: owns its reader, writer, lane and request-timer tasks and its
+/// request handlers. Dropping it aborts them all; [`Session::close`] ends it in order.
 pub struct Session {
     peer: Peer,
     reader: Option<JoinHandle<()>>,
@@ -822,10 +822,13 @@ impl Session {
             shared.clone(),
         ));
         let lane = tokio::spawn(lane.run(service.clone(), peer.clone()));
-        let sweeper = tokio::spawn(pending::run_sweeper(
-            shared.pending.clone(),
-            shared.ended.clone(),
-        ));
+        let sweeper = tokio::spawn({
+            let shared = shared.clone();
+            async move {
+                let _on_panic = ShutdownOnPanic::new(&shared, "request timer");
+                pending::run_sweeper(shared.pending.clone(), shared.ended.clone()).await;
+            }
+        });
         let reader = tokio::spawn(reader::run_reader(reader, shared, service, peer.clone()));
         Session {
             peer,
@@ -906,6 +909,31 @@ impl Drop for Session {
         ];
         for handle in handles.into_iter().flatten() {
             handle.abort();
+        }
+    }
+}
+
+/// Ends the connection when an engine task panics, so that no pending request waits for
+/// an answer or a timeout that task would have delivered: they fail at once, naming it.
+pub(crate) struct ShutdownOnPanic<'a> {
+    shared: &'a Shared,
+    task: &'static str,
+}
+
+impl<'a> ShutdownOnPanic<'a> {
+    pub(crate) fn new(shared: &'a Shared, task: &'static str) -> Self {
+        ShutdownOnPanic { shared, task }
+    }
+}
+
+impl Drop for ShutdownOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            tracing::error!(
+                task = self.task,
+                "an engine task panicked; closing the connection"
+            );
+            self.shared.shutdown(CloseReason::EngineStopped(self.task));
         }
     }
 }

@@ -346,6 +346,7 @@ impl PendingTable {
         token_alias: Option<String>,
         deadline: Deadline,
     ) -> Result<Arc<Events>, CloseReason> {
+        let due_at = deadline.at();
         let mut state = self.lock();
         if let Some(reason) = &state.closed {
             return Err(reason.clone());
@@ -354,7 +355,6 @@ impl PendingTable {
         if let Some(alias) = &token_alias {
             state.aliases.insert(alias.clone(), id);
         }
-        let due_at = deadline.at();
         state.slots.insert(
             id,
             Slot {
@@ -366,8 +366,12 @@ impl PendingTable {
         );
         state.due.insert((due_at, id));
         // Most requests are due after the earliest one: the sweeper sleeps on.
-        if state.armed.is_none_or(|armed| due_at < armed) {
+        let earlier = state.armed.is_none_or(|armed| due_at < armed);
+        if earlier {
             state.armed = Some(due_at);
+        }
+        drop(state);
+        if earlier {
             self.sweeper.notify_one();
         }
         Ok(events)
@@ -446,10 +450,7 @@ impl PendingTable {
                 if actual > now {
                     slot.due_at = actual;
                     state.due.insert((actual, id));
-                } else if let Some(slot) = state.slots.remove(&id) {
-                    if let Some(alias) = &slot.token_alias {
-                        state.aliases.remove(alias);
-                    }
+                } else if let Some(slot) = state.take(id) {
                     expired.push(slot);
                 }
             }
@@ -494,7 +495,11 @@ impl TableState {
     fn take(&mut self, id: i64) -> Option<Slot> {
         let slot = self.slots.remove(&id)?;
         self.due.remove(&(slot.due_at, id));
-        if let Some(alias) = &slot.token_alias {
+        // A caller may give two requests the same progress token: the alias then names
+        // the later one, and stays while that one is pending.
+        if let Some(alias) = &slot.token_alias
+            && self.aliases.get(alias) == Some(&id)
+        {
             self.aliases.remove(alias);
         }
         Some(slot)
@@ -506,14 +511,29 @@ impl TableState {
 pub(crate) async fn run_sweeper(table: Arc<PendingTable>, ended: CancellationToken) {
     let mut next = None;
     loop {
+        let due = async {
+            match next {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             () = ended.cancelled() => return,
             () = table.sweeper.notified() => {}
-            () = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {}
+            () = due => {}
         }
         next = table.sweep(Instant::now());
     }
+}
+
+/// `after` past `from`. A limit past tokio's own far future (30 years; `Duration::MAX`
+/// meaning "no limit") is that far future, so the sum fits the clock.
+fn later(from: Instant, after: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+    // A monotonic clock is nowhere near overflowing by 30 years; were it, the request
+    // would time out rather than the engine panic.
+    from.checked_add(after.min(FAR)).unwrap_or(from)
 }
 
 /// The clock of one request: its timeout, reset by progress, and its total cap.
@@ -528,11 +548,21 @@ pub(crate) struct Deadline {
 
 impl Deadline {
     pub(crate) fn at(&self) -> Instant {
-        (self.last_activity + self.timeout).min(self.started + self.max_total)
+        self.idle_limit().min(self.total_limit())
+    }
+
+    /// When the request has gone `timeout` without an answer or progress.
+    fn idle_limit(&self) -> Instant {
+        later(self.last_activity, self.timeout)
+    }
+
+    /// When the request has run `max_total`.
+    fn total_limit(&self) -> Instant {
+        later(self.started, self.max_total)
     }
 
     pub(crate) fn expired_error(&self, method: &str) -> SessionError {
-        if self.last_activity + self.timeout <= self.started + self.max_total {
+        if self.idle_limit() <= self.total_limit() {
             SessionError::Timeout {
                 method: method.into(),
                 after: self.timeout,
@@ -603,6 +633,21 @@ mod tests {
         }
     }
 
+    /// Every pending entry is filed in `due` under its `due_at`, and nothing else is.
+    fn assert_consistent(table: &PendingTable) {
+        let state = table.lock();
+        assert_eq!(state.due.len(), state.slots.len(), "due and slots differ");
+        for (id, slot) in &state.slots {
+            assert!(state.due.contains(&(slot.due_at, *id)), "{id} is not filed");
+        }
+        for (alias, id) in &state.aliases {
+            assert!(
+                state.slots.contains_key(id),
+                "alias {alias} names a gone request"
+            );
+        }
+    }
+
     fn expired(events: &Events) -> bool {
         matches!(
             next_event(events),
@@ -620,15 +665,18 @@ mod tests {
         let ticking = table.insert(3, None, deadline(t0, 3)).unwrap();
         let answered = table.insert(4, None, deadline(t0, 2)).unwrap();
 
+        assert_consistent(&table);
         assert_eq!(table.sweep(t0), Some(secs(1)));
         assert!(next_event(&quick).is_none());
 
         assert_eq!(table.sweep(secs(1)), Some(secs(2)));
         assert!(expired(&quick), "due at 1 s");
         assert!(next_event(&slow).is_none() && next_event(&ticking).is_none());
+        assert_consistent(&table);
 
         // Answered before its time: it never fires.
         table.remove(4);
+        assert_consistent(&table);
         tokio::time::advance(Duration::from_secs(2)).await;
         let mut wakes = DeferredWakes::default();
         assert!(table.progress("3", None, &mut wakes));
@@ -641,11 +689,99 @@ mod tests {
         assert_eq!(table.sweep(secs(3)), Some(secs(5)));
         assert!(next_event(&ticking).is_none(), "refiled, not failed");
         assert!(next_event(&answered).is_none());
+        assert_consistent(&table);
 
         assert_eq!(table.sweep(secs(5)), None);
         assert!(expired(&slow) && expired(&ticking));
         assert_eq!(table.len(), 0);
+        assert_consistent(&table);
         assert!(!table.progress("3", None, &mut wakes), "gone once expired");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_too_large_for_the_clock_means_no_limit() {
+        let now = Instant::now();
+        let unlimited = Deadline {
+            started: now,
+            last_activity: now,
+            timeout: Duration::MAX,
+            max_total: Duration::MAX,
+            reset_on_progress: true,
+        };
+        assert!(unlimited.at() > now + Duration::from_secs(10 * 365 * 24 * 3600));
+        let capped = Deadline {
+            max_total: Duration::from_secs(5),
+            ..unlimited
+        };
+        assert_eq!(capped.at(), now + Duration::from_secs(5));
+        assert!(matches!(
+            capped.expired_error("m"),
+            SessionError::MaxTotalExceeded { .. }
+        ));
+        let table = PendingTable::default();
+        let events = table.insert(1, None, unlimited).unwrap();
+        assert_eq!(
+            table.sweep(now + Duration::from_secs(3600)),
+            Some(unlimited.at())
+        );
+        assert!(next_event(&events).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_progress_token_routes_to_the_later_request_until_it_ends() {
+        let table = PendingTable::default();
+        let t0 = Instant::now();
+        let mut wakes = DeferredWakes::default();
+        let token = r#""job""#.to_owned();
+        let first = table
+            .insert(1, Some(token.clone()), deadline(t0, 1))
+            .unwrap();
+        let second = table
+            .insert(2, Some(token.clone()), deadline(t0, 9))
+            .unwrap();
+        // The first ends (here: its time is up); the token still reaches the second.
+        assert_eq!(
+            table.sweep(t0 + Duration::from_secs(1)),
+            Some(t0 + Duration::from_secs(9))
+        );
+        assert!(expired(&first));
+        assert_consistent(&table);
+        assert!(table.progress(&token, None, &mut wakes));
+        assert!(matches!(
+            next_event(&second),
+            Some(PendingEvent::Progress(None))
+        ));
+        // Once the second ends, nothing answers to the token.
+        table.remove(2);
+        assert_consistent(&table);
+        assert!(!table.progress(&token, None, &mut wakes));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_sweeper_wakes_for_an_earlier_deadline_and_ends_with_the_session() {
+        let table = Arc::new(PendingTable::default());
+        let ended = CancellationToken::new();
+        let sweeper = tokio::spawn(run_sweeper(table.clone(), ended.clone()));
+        let t0 = Instant::now();
+        let long = table.insert(1, None, deadline(t0, 60)).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Filed after the sweeper went to sleep until 60 s: it must wake for this one.
+        let short = table.insert(2, None, deadline(Instant::now(), 2)).unwrap();
+        let woken = std::future::poll_fn(|cx| short.poll_next(cx));
+        let event = tokio::time::timeout(Duration::from_secs(5), woken)
+            .await
+            .expect("the short request expires on time");
+        assert!(matches!(
+            event,
+            PendingEvent::Outcome(Err(Failure::Expired(_)))
+        ));
+        assert_eq!(Instant::now() - t0, Duration::from_secs(3));
+        assert!(next_event(&long).is_none());
+        ended.cancel();
+        tokio::time::timeout(Duration::from_secs(1), sweeper)
+            .await
+            .expect("the sweeper ends with the session")
+            .unwrap();
     }
 
     #[test]

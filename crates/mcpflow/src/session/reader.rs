@@ -44,6 +44,8 @@ pub(crate) async fn run_reader<R: FrameReader>(
     service: Arc<dyn Service>,
     peer: Peer,
 ) {
+    // A panic here (in `Service::observe_notification`, say) ends the connection.
+    let _on_panic = super::ShutdownOnPanic::new(&shared, "reader");
     let mut router = Router {
         shared: shared.clone(),
         service,
