@@ -25,7 +25,8 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-/// A JSON-RPC request id: a string or a 64-bit integer (never `null`, never a bool).
+/// A JSON-RPC request id: a string or an integer from `i64::MIN` to `u64::MAX` (never
+/// `null`, never a bool).
 ///
 /// The representation is private. `Display` quotes string ids, so `7` and `"7"` read
 /// differently in logs; [`RequestId::correlates_with`] treats them as the same id, as the
@@ -36,6 +37,9 @@ pub struct RequestId(IdRepr);
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum IdRepr {
     Number(i64),
+    /// An integer above `i64::MAX` (never one that fits `Number`, so equal ids have one
+    /// representation). This side never sends one; it answers peers that do.
+    Large(u64),
     String(Arc<str>),
 }
 
@@ -45,23 +49,37 @@ impl RequestId {
         RequestId(IdRepr::Number(n))
     }
 
+    /// An integer id given unsigned: up to `u64::MAX`, as large as a peer may send.
+    ///
+    /// ```
+    /// use mcpflow_protocol::RequestId;
+    /// assert_eq!(RequestId::unsigned(7), RequestId::number(7));
+    /// assert_eq!(RequestId::unsigned(u64::MAX).to_string(), "18446744073709551615");
+    /// ```
+    pub fn unsigned(n: u64) -> Self {
+        match i64::try_from(n) {
+            Ok(n) => RequestId::number(n),
+            Err(_) => RequestId(IdRepr::Large(n)),
+        }
+    }
+
     /// A string id.
     pub fn string(s: impl Into<Arc<str>>) -> Self {
         RequestId(IdRepr::String(s.into()))
     }
 
-    /// The integer, when this is an integer id.
+    /// The integer, when this is an integer id that fits an `i64`.
     pub fn as_number(&self) -> Option<i64> {
         match self.0 {
             IdRepr::Number(n) => Some(n),
-            IdRepr::String(_) => None,
+            IdRepr::Large(_) | IdRepr::String(_) => None,
         }
     }
 
     /// The string, when this is a string id.
     pub fn as_str(&self) -> Option<&str> {
         match &self.0 {
-            IdRepr::Number(_) => None,
+            IdRepr::Number(_) | IdRepr::Large(_) => None,
             IdRepr::String(s) => Some(s),
         }
     }
@@ -71,6 +89,7 @@ impl RequestId {
     pub fn correlation_number(&self) -> Option<i64> {
         match &self.0 {
             IdRepr::Number(n) => Some(*n),
+            IdRepr::Large(_) => None,
             IdRepr::String(s) => {
                 let n: i64 = s.parse().ok()?;
                 (n.to_string() == **s).then_some(n)
@@ -91,6 +110,7 @@ impl RequestId {
     fn write_json(&self, out: &mut Vec<u8>) {
         match &self.0 {
             IdRepr::Number(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
+            IdRepr::Large(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
             IdRepr::String(s) => write_json_string(out, s),
         }
     }
@@ -100,6 +120,7 @@ impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             IdRepr::Number(n) => write!(f, "{n}"),
+            IdRepr::Large(n) => write!(f, "{n}"),
             IdRepr::String(s) => write!(f, "{s:?}"),
         }
     }
@@ -127,6 +148,7 @@ impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match &self.0 {
             IdRepr::Number(n) => serializer.serialize_i64(*n),
+            IdRepr::Large(n) => serializer.serialize_u64(*n),
             IdRepr::String(s) => serializer.serialize_str(s),
         }
     }
@@ -138,15 +160,13 @@ impl<'de> Deserialize<'de> for RequestId {
         impl de::Visitor<'_> for IdVisitor {
             type Value = RequestId;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a 64-bit integer")
+                f.write_str("a string or an integer from -2^63 to 2^64-1")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
                 Ok(RequestId::number(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
-                i64::try_from(v)
-                    .map(RequestId::number)
-                    .map_err(|_| E::custom("request id is an integer beyond 64 bits"))
+                Ok(RequestId::unsigned(v))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
                 Ok(RequestId::string(v))
@@ -754,7 +774,8 @@ fn parse_id(raw: &RawValue) -> Result<RequestId, &'static str> {
         Some(b'-' | b'0'..=b'9') => text
             .parse::<i64>()
             .map(RequestId::number)
-            .map_err(|_| "a numeric id must be an integer that fits in 64 bits"),
+            .or_else(|_| text.parse::<u64>().map(RequestId::unsigned))
+            .map_err(|_| "a numeric id must be an integer from -2^63 to 2^64-1"),
         _ => Err("an id must be a string or an integer"),
     }
 }
@@ -773,6 +794,45 @@ mod tests {
 
     fn single(frame: &str) -> Result<Message, DecodeError> {
         decode_message(frame.as_bytes())
+    }
+
+    #[test]
+    fn integer_ids_run_from_i64_min_to_u64_max() {
+        let edge = RequestId::unsigned(i64::MAX as u64);
+        assert_eq!(
+            edge,
+            RequestId::number(i64::MAX),
+            "one representation per id"
+        );
+        let large = RequestId::unsigned(u64::MAX);
+        assert_eq!(large.as_number(), None);
+        assert_eq!(large.correlation_number(), None, "never one of our own ids");
+        assert_eq!(large.to_string(), "18446744073709551615");
+        assert_eq!(
+            serde_json::to_string(&large).unwrap(),
+            "18446744073709551615"
+        );
+        let read: RequestId = serde_json::from_str("18446744073709551615").unwrap();
+        assert_eq!(read, large);
+        for (text, id) in [
+            ("18446744073709551615", large.clone()),
+            ("9223372036854775808", RequestId::unsigned(1_u64 << 63)),
+            ("-9223372036854775808", RequestId::number(i64::MIN)),
+        ] {
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"ping"}}"#);
+            let Ok(Message::Request(request)) = single(&frame) else {
+                panic!("{frame} is a request");
+            };
+            assert_eq!(request.id, id);
+            let mut out = Vec::new();
+            Message::Request(request).write_json(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), frame);
+        }
+        for beyond in ["18446744073709551616", "-9223372036854775809"] {
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":{beyond},"method":"ping"}}"#);
+            let error = single(&frame).expect_err("beyond the range");
+            assert!(error.to_string().contains("-2^63 to 2^64-1"), "{error}");
+        }
     }
 
     #[test]

@@ -396,3 +396,36 @@ async fn every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_se
         );
     }
 }
+
+/// An id may be any integer (the MCP schema's `RequestId` is `string | integer`): one
+/// above `i64::MAX` is served, by the reader (`ping`) or a request task
+/// (`tools/list`), and answered with the same id, digit for digit.
+#[tokio::test]
+async fn an_integer_id_above_i64_is_answered_with_the_same_id() {
+    let server = Server::builder("ids", "1")
+        .tool(
+            Tool::new("echo", "echo", Tool::empty_input_schema()),
+            |_a, _c| async { Ok(CallToolResult::text("x")) },
+        )
+        .build();
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
+    let (ar, aw) = a.into_split();
+    let (br, bw) = b.into_split();
+    let _running = server.serve(StreamTransport::new(br, bw));
+    let mut peer = RawPeer::new(AnyTransport::Stream(StreamTransport::new(ar, aw)));
+    peer.initialize().await;
+    peer.send_text(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#)
+        .await;
+    let reply = bounded("the answer to the ping", peer.recv())
+        .await
+        .expect("connection open");
+    assert_eq!(reply["id"], json!(u64::MAX), "{reply}");
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    peer.send_text(r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#)
+        .await;
+    let reply = bounded("the answer to tools/list", peer.recv())
+        .await
+        .expect("connection open");
+    assert_eq!(reply["id"], json!(9_223_372_036_854_775_808_u64), "{reply}");
+    assert!(reply["result"].is_object(), "{reply}");
+}

@@ -425,7 +425,11 @@ fn sniff_request_id(prefix: &[u8]) -> Option<RequestId> {
     if !matches!(next, ',' | '}' | ' ') {
         return None;
     }
-    digits.parse::<i64>().ok().map(RequestId::number)
+    digits
+        .parse::<i64>()
+        .map(RequestId::number)
+        .or_else(|_| digits.parse::<u64>().map(RequestId::unsigned))
+        .ok()
 }
 
 #[cfg(test)]
