@@ -1,0 +1,224 @@
+//! Frames a peer might send, damaged at random: the decoder and the fast paths beside it
+//! never panic, and the fast paths agree with the decoder on every frame they accept.
+//!
+//! Deterministic: a seeded generator mutates a corpus of valid frames (byte flips,
+//! truncation, insertion of JSON punctuation, splices of two frames), so a failure names
+//! the seed and the frame and reproduces exactly.
+
+use mcpflow_protocol::CallToolResult;
+use mcpflow_protocol::jsonrpc::{Decoded, Message, decode, peek_notification, peek_response};
+
+/// xorshift64*: small, seedable, enough to pick mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const CORPUS: &[&str] = &[
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"echo","arguments":{"text":"hi"}}}"#,
+    r#"{"jsonrpc":"2.0","id":"a\"b","method":"ping"}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"total":2,"message":"half"}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x"}}"#,
+    r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\nb\u00e9\ud83d\ude00"}],"isError":false}}"#,
+    r#"{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"text","text":"x","annotations":{"priority":0.5}}],"structuredContent":{"n":1},"_meta":{"k":[1,2]}}}"#,
+    r#"{"result":{"tools":[]},"id":-3,"jsonrpc":"2.0"}"#,
+    r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"no","data":{"m":"x"}}}"#,
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#,
+    r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b","params":[1,2]}]"#,
+    r#"  {"jsonrpc" : "2.0" , "id" : 12 , "result" : { } }  "#,
+    r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":null}"#,
+];
+
+/// Bytes a mutation may insert: JSON's structure and the escapes that trip parsers.
+const PUNCTUATION: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b":",
+    b",",
+    b"\\",
+    b"\\u",
+    b"\\ud800",
+    b"null",
+    b"-",
+    b"1e999",
+    b"\"result\"",
+    b"\"method\"",
+    b"\"id\"",
+    b"\xff",
+    b"\xc3",
+    b"\n",
+    b" ",
+];
+
+fn mutate(rng: &mut Rng, frame: &[u8], other: &[u8]) -> Vec<u8> {
+    let mut out = frame.to_vec();
+    for _ in 0..=rng.below(3) {
+        let at = rng.below(out.len() + 1);
+        match rng.below(5) {
+            0 if !out.is_empty() => {
+                let i = rng.below(out.len());
+                out[i] ^= 1 << rng.below(8);
+            }
+            1 => out.truncate(at),
+            2 => {
+                let piece = PUNCTUATION[rng.below(PUNCTUATION.len())];
+                out.splice(at..at, piece.iter().copied());
+            }
+            3 if !out.is_empty() => {
+                let end = (at + rng.below(8)).min(out.len());
+                out.drain(at.min(end)..end);
+            }
+            _ => {
+                let from = rng.below(other.len() + 1);
+                out.truncate(at);
+                out.extend_from_slice(&other[from..]);
+            }
+        }
+    }
+    out
+}
+
+/// A message as comparable text: what it is, its id and method, and its raw members.
+fn describe(message: &Message) -> String {
+    match message {
+        Message::Request(r) => format!(
+            "request {} {:?} {:?}",
+            r.id,
+            r.method,
+            r.params.as_ref().map(|p| p.get())
+        ),
+        Message::Notification(n) => format!(
+            "notification {:?} {:?}",
+            n.method,
+            n.params.as_ref().map(|p| p.get())
+        ),
+        Message::Response(r) => format!("response {} {}", r.id, r.result.get()),
+        Message::Error(e) => format!(
+            "error {:?} {} {:?} {:?}",
+            e.id.as_ref().map(ToString::to_string),
+            e.error.code.0,
+            e.error.message,
+            e.error.data
+        ),
+    }
+}
+
+/// Everything one frame must satisfy.
+fn check(frame: &[u8], seed: u64) {
+    let shown = String::from_utf8_lossy(frame);
+    let decoded = decode(frame);
+    let single = match &decoded {
+        Decoded::Single(Ok(message)) => Some(message),
+        _ => None,
+    };
+    // Written back out, a decoded message decodes to itself.
+    let messages: Vec<&Message> = match &decoded {
+        Decoded::Single(Ok(m)) => vec![m],
+        Decoded::Batch(items) => items.iter().filter_map(|m| m.as_ref().ok()).collect(),
+        Decoded::Single(Err(_)) => Vec::new(),
+    };
+    for message in messages {
+        let mut out = Vec::new();
+        message.write_json(&mut out);
+        match decode(&out) {
+            Decoded::Single(Ok(again)) => assert_eq!(
+                describe(&again),
+                describe(message),
+                "seed {seed}: rewritten differently: {shown}"
+            ),
+            _ => panic!(
+                "seed {seed}: {} does not decode again (from {shown})",
+                String::from_utf8_lossy(&out)
+            ),
+        }
+    }
+    let Ok(text) = std::str::from_utf8(frame) else {
+        return;
+    };
+    if let Some((id, result)) = peek_response(text) {
+        match single {
+            Some(Message::Response(r)) => {
+                assert_eq!(r.id, id, "seed {seed}: id differs: {shown}");
+                assert_eq!(r.result.get(), result.get(), "seed {seed}: {shown}");
+            }
+            other => panic!(
+                "seed {seed}: peek_response took what decode calls {:?}: {shown}",
+                other.map(describe)
+            ),
+        }
+        // A result read in place decodes (or fails) without panicking, and a tool
+        // result that decodes is written back exactly as serde_json writes it.
+        if let Ok(call) = serde_json::from_str::<CallToolResult>(result.get()) {
+            let mut ours = Vec::new();
+            if call.write_json(&mut ours).is_ok() {
+                let theirs = serde_json::to_vec(&call).expect("serde_json writes it");
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&theirs),
+                    "seed {seed}: {shown}"
+                );
+            }
+        }
+    }
+    if let Some((method, params)) = peek_notification(frame) {
+        match single {
+            Some(Message::Notification(n)) => {
+                assert_eq!(n.method, method, "seed {seed}: {shown}");
+                assert_eq!(
+                    n.params.as_ref().map(|p| p.get()),
+                    params.map(|p| p.get()),
+                    "seed {seed}: {shown}"
+                );
+            }
+            other => panic!(
+                "seed {seed}: peek_notification took what decode calls {:?}: {shown}",
+                other.map(describe)
+            ),
+        }
+    }
+}
+
+#[test]
+fn the_corpus_itself_decodes() {
+    for frame in CORPUS {
+        assert!(
+            !matches!(decode(frame.as_bytes()), Decoded::Single(Err(_))),
+            "{frame}"
+        );
+        check(frame.as_bytes(), 0);
+    }
+}
+
+#[test]
+fn damaged_frames_never_panic_and_the_fast_paths_agree_with_the_decoder() {
+    const ROUNDS: u64 = 30_000;
+    let mut accepted = 0;
+    for seed in 1..=ROUNDS {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let frame = CORPUS[rng.below(CORPUS.len())].as_bytes();
+        let other = CORPUS[rng.below(CORPUS.len())].as_bytes();
+        let damaged = mutate(&mut rng, frame, other);
+        if matches!(decode(&damaged), Decoded::Single(Ok(_)) | Decoded::Batch(_)) {
+            accepted += 1;
+        }
+        check(&damaged, seed);
+    }
+    // The mutations must not all be fatal, or the agreement checks prove nothing.
+    assert!(
+        accepted > ROUNDS / 20,
+        "only {accepted} of {ROUNDS} damaged frames decoded"
+    );
+}
