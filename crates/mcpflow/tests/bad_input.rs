@@ -9,13 +9,7 @@
 
 mod common;
 
-use common::{AnyTransport, RawPeer, bounded};
-use mcpflow::protocol::prompts::{Prompt, PromptArgument};
-use mcpflow::protocol::resources::Resource;
-use mcpflow::protocol::{
-    CallToolResult, GetPromptResult, PromptMessage, ReadResourceResult, ResourceContents, Tool,
-};
-use mcpflow::server::Server;
+use common::{AnyTransport, RawPeer, bounded, target_server};
 use mcpflow::transport::StreamTransport;
 use serde_json::{Value, json};
 
@@ -322,32 +316,7 @@ async fn probe(peer: &mut RawPeer, n: i64) -> Value {
 
 #[tokio::test]
 async fn every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_serving() {
-    let server = Server::builder("strict", "1")
-        .tool(
-            Tool::new("echo", "echo", Tool::empty_input_schema()),
-            |_a, _c| async { Ok(CallToolResult::text("x")) },
-        )
-        .tool(
-            Tool::new(
-                "strict",
-                "takes an integer",
-                json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-            |_a, _c| async { Ok(CallToolResult::text("ran")) },
-        )
-        .prompt(
-            Prompt::new("greet", "greets").with_argument(PromptArgument::new("name", "who", true)),
-            |_a, _c| async { Ok(GetPromptResult::new(vec![PromptMessage::user_text("hi")])) },
-        )
-        .resource(Resource::new("x://one", "one"), |uri, _c| async move {
-            Ok(ReadResourceResult::new(vec![ResourceContents::text(
-                uri, "1",
-            )]))
-        })
-        .build();
+    let server = target_server("strict").build();
     let (a, b) = tokio::net::UnixStream::pair().unwrap();
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();
@@ -402,12 +371,7 @@ async fn every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_se
 /// (`tools/list`), and answered with the same id, digit for digit.
 #[tokio::test]
 async fn an_integer_id_above_i64_is_answered_with_the_same_id() {
-    let server = Server::builder("ids", "1")
-        .tool(
-            Tool::new("echo", "echo", Tool::empty_input_schema()),
-            |_a, _c| async { Ok(CallToolResult::text("x")) },
-        )
-        .build();
+    let server = target_server("ids").build();
     let (a, b) = tokio::net::UnixStream::pair().unwrap();
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();

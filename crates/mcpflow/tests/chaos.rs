@@ -8,6 +8,9 @@
 //! to replay one: `MCPFLOW_CHAOS_SEED=1234 cargo test -p mcpflow --test chaos`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
+mod common;
+
+use common::Rng;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -24,25 +27,6 @@ use mcpflow::transport::StreamTransport;
 use serde_json::json;
 use tokio::io::{AsyncWrite, DuplexStream, ReadHalf, WriteHalf};
 use tokio::sync::Notify;
-
-/// xorshift64*: small, seedable, good enough to shuffle schedules.
-#[derive(Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// Splits writes at random points and sometimes yields before writing.
 struct ChaosWriter<W> {

@@ -264,3 +264,52 @@ impl RawPeer {
             .await;
     }
 }
+
+/// xorshift64*: small, seedable, good enough to shuffle schedules and pick mutations.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A server with a tool that takes anything, one that takes an integer, a prompt with a
+/// required argument and a resource: a target for bad input. Add to it before `build`.
+pub fn target_server(name: &str) -> mcpflow::server::ServerBuilder {
+    use mcpflow::protocol::prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage};
+    use mcpflow::protocol::resources::{ReadResourceResult, Resource, ResourceContents};
+    use mcpflow::protocol::{CallToolResult, Tool};
+    let integer = serde_json::json!({
+        "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]
+    });
+    let integer = integer.as_object().cloned().unwrap_or_default();
+    mcpflow::server::Server::builder(name, "1")
+        .tool(
+            Tool::new("echo", "echo", Tool::empty_input_schema()),
+            |_a, _c| async { Ok(CallToolResult::text("x")) },
+        )
+        .tool(
+            Tool::new("strict", "takes an integer", integer),
+            |_a, _c| async { Ok(CallToolResult::text("ran")) },
+        )
+        .prompt(
+            Prompt::new("greet", "greets").with_argument(PromptArgument::new("name", "who", true)),
+            |_a, _c| async { Ok(GetPromptResult::new(vec![PromptMessage::user_text("hi")])) },
+        )
+        .resource(Resource::new("x://one", "one"), |uri, _c| async move {
+            Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                uri, "1",
+            )]))
+        })
+}
