@@ -610,6 +610,28 @@ async fn malformed_requests_get_clear_http_errors_and_the_session_survives() {
         let body = response.text().await.expect("body");
         assert!(body.contains(needle), "{what}: {body}");
     }
+    // A malformed response is refused without naming its id: JSON-RPC answers requests
+    // only, and MCP allows a body for a refused response only without an id.
+    for (what, body) in [
+        ("a malformed response", json!({"id":7,"result":{}})),
+        (
+            "a malformed error response",
+            json!({"jsonrpc":"1.0","id":8,"error":{"code":1,"message":"m"}}),
+        ),
+        (
+            "a batch holding a malformed response",
+            json!([{"jsonrpc":"2.0","id":9,"method":"ping"},{"id":10,"result":{}}]),
+        ),
+    ] {
+        let response = bounded(what, peer.post(&body).send())
+            .await
+            .expect("answered");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{what}");
+        let text = bounded(what, response.text()).await.expect("body");
+        let error: Value = serde_json::from_str(&text).expect("a JSON-RPC error");
+        assert_eq!(error["id"], Value::Null, "{what}: {error}");
+        assert!(error["error"]["code"].is_i64(), "{what}: {error}");
+    }
     let events = peer.call("ping after the bad requests", &ping).await;
     assert_eq!(events.len(), 2, "priming and the pong: {events:?}");
     bounded("shutdown", running.shutdown()).await;

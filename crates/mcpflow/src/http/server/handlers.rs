@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpflow_protocol::jsonrpc::{Decoded, decode};
+use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, decode};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, ProtocolVersion, RequestId};
 
 use super::events::{EventReceiver, sse_body};
@@ -143,32 +143,33 @@ struct Posted {
     batch: bool,
 }
 
+/// The 400 for a message that does not decode, naming the request's id when it has one.
+/// A malformed response gets no id: JSON-RPC answers requests only, and MCP allows an
+/// error body for a refused response only without an id.
+fn undecodable(e: &DecodeError) -> Refusal {
+    let id = if e.is_response() {
+        None
+    } else {
+        e.id().cloned()
+    };
+    refuse(
+        StatusCode::BAD_REQUEST,
+        e.code(),
+        id,
+        e.to_error_object().message,
+    )
+}
+
 fn classify(body: &[u8]) -> Result<Posted, Refusal> {
     let messages = match decode(body) {
         Decoded::Single(Ok(m)) => vec![m],
-        Decoded::Single(Err(e)) => {
-            let status = StatusCode::BAD_REQUEST;
-            return Err(refuse(
-                status,
-                e.code(),
-                e.id().cloned(),
-                e.to_error_object().message,
-            ));
-        }
+        Decoded::Single(Err(e)) => return Err(undecodable(&e)),
         Decoded::Batch(items) => {
             let mut messages = Vec::with_capacity(items.len());
             for item in items {
                 match item {
                     Ok(m) => messages.push(m),
-                    Err(e) => {
-                        let (code, id) = (e.code(), e.id().cloned());
-                        return Err(refuse(
-                            StatusCode::BAD_REQUEST,
-                            code,
-                            id,
-                            e.to_error_object().message,
-                        ));
-                    }
+                    Err(e) => return Err(undecodable(&e)),
                 }
             }
             messages
