@@ -2,6 +2,8 @@
 //! JSON-RPC peer for wire-level scenarios, and small servers.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::future::Future;
 use std::time::Duration;
 
