@@ -1,7 +1,8 @@
 //! The hostile-message generator shared by the hostile-message tests (in memory and
 //! over streamable HTTP): a corpus of valid client messages, a seeded mutation that
 //! replaces, deletes, renames or adds one part of one, and the rules that say which
-//! answers a message is owed.
+//! answers a message is owed. For the client's side (`hostile_server.rs`), a corpus of
+//! what a server sends too: tool results and lists, errors, notifications, requests.
 //!
 //! Each message is a valid client message with one part replaced at random: a member's
 //! value by a value of another type (huge, negative or fractional numbers, long or
@@ -137,6 +138,93 @@ pub fn corpus() -> Vec<Value> {
         json!({"jsonrpc":"2.0","id":12,"result":{"roots":[]}}),
         json!({"jsonrpc":"2.0","id":13,"error":{"code":-1,"message":"m"}}),
         json!([{"jsonrpc":"2.0","id":14,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]),
+    ]
+}
+
+/// What a server answers `tools/call` with: results with text, image, audio,
+/// resource_link and embedded resource blocks, `structuredContent`, `isError` and
+/// `_meta`.
+pub fn tool_results() -> Vec<Value> {
+    vec![
+        json!({"content":[{"type":"text","text":"22.5 \u{b0}C and sunny in Paris",
+            "annotations":{"audience":["user","assistant"],"priority":0.7}}],
+            "structuredContent":{"temperature":22.5,"conditions":"sunny"},
+            "isError":false,"_meta":{"io.example/trace":"4bf92f35"}}),
+        json!({"content":[{"type":"image","data":"iVBORw0KGgoAAAANSUhEUg==","mimeType":"image/png"},
+            {"type":"audio","data":"UklGRiQAAABXQVZFZm10","mimeType":"audio/wav",
+             "_meta":{"durationMs":1200}}]}),
+        json!({"content":[{"type":"resource_link","uri":"file:///project/src/main.rs",
+                "name":"main.rs","mimeType":"text/x-rust","description":"The entry point"},
+            {"type":"resource","resource":{"uri":"file:///project/README.md",
+                "mimeType":"text/markdown","text":"# Project\n"}},
+            {"type":"resource","resource":{"uri":"file:///project/logo.png",
+                "mimeType":"image/png","blob":"iVBORw0KGgo="}}],
+            "structuredContent":{"temperature":-3,"files":2}}),
+        json!({"content":[{"type":"text","text":"no city named Atlantis"}],"isError":true}),
+        json!({"content":[],"structuredContent":{"temperature":0}}),
+    ]
+}
+
+/// What a server answers `tools/list` with: tools with input and output schemas,
+/// annotations and icons; the first has a further page, the second is the last.
+pub fn tool_lists() -> Vec<Value> {
+    let weather = json!({"name":"weather","title":"Weather","description":"The weather in a city",
+        "inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},
+        "outputSchema":{"type":"object","properties":{"temperature":{"type":"number"},
+            "conditions":{"type":"string"}},"required":["temperature"]},
+        "annotations":{"readOnlyHint":true,"openWorldHint":true},
+        "icons":[{"src":"https://example.com/sun.png","mimeType":"image/png"}]});
+    let echo = json!({"name":"echo","description":"Echoes its input",
+        "inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},
+        "_meta":{"io.example/owner":"tests"}});
+    vec![
+        json!({"tools":[weather, echo],"nextCursor":"page-2"}),
+        json!({"tools":[{"name":"search","inputSchema":{"type":"object",
+            "properties":{"query":{"type":"string","maxLength":200}},"required":["query"]},
+            "outputSchema":{"type":"object","properties":{"hits":{"type":"array",
+                "items":{"type":"string"}}}}}]}),
+        json!({"tools":[weather]}),
+    ]
+}
+
+/// JSON-RPC errors a server answers a request with.
+pub fn server_errors() -> Vec<Value> {
+    vec![
+        json!({"code":-32602,"message":"Unknown tool: nowhere"}),
+        json!({"code":-32603,"message":"internal error","data":{"detail":"disk full","retry":true}}),
+        json!({"code":-32002,"message":"Resource not found","data":{"uri":"file:///gone"}}),
+    ]
+}
+
+/// A server notification of each kind: progress for `token`, a log message, a tool
+/// list change, a cancellation of `request`.
+pub fn server_notifications(token: &Value, request: &Value) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{
+            "progressToken":token,"progress":3,"total":10,"message":"indexing"}}),
+        json!({"jsonrpc":"2.0","method":"notifications/message","params":{
+            "level":"warning","logger":"db","data":{"query":"SELECT 1","ms":1200}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{
+            "requestId":request,"reason":"the user pressed stop"}}),
+    ]
+}
+
+/// A server request of each kind with `id`: ping, sampling, form elicitation, roots,
+/// and a method no client knows.
+pub fn server_requests(id: &Value) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc":"2.0","id":id,"method":"ping"}),
+        json!({"jsonrpc":"2.0","id":id,"method":"sampling/createMessage","params":{
+            "messages":[{"role":"user","content":{"type":"text","text":"Summarise the logs"}}],
+            "systemPrompt":"Be brief","maxTokens":200,"temperature":0.2,
+            "modelPreferences":{"hints":[{"name":"claude"}],"speedPriority":0.8},
+            "_meta":{"progressToken":"sampling-1"}}}),
+        json!({"jsonrpc":"2.0","id":id,"method":"elicitation/create","params":{
+            "mode":"form","message":"Which branch?","requestedSchema":{"type":"object",
+            "properties":{"branch":{"type":"string","default":"main"}},"required":["branch"]}}}),
+        json!({"jsonrpc":"2.0","id":id,"method":"roots/list","params":{}}),
+        json!({"jsonrpc":"2.0","id":id,"method":"vendor/telemetry","params":{"x":1}}),
     ]
 }
 

@@ -231,6 +231,37 @@ impl RawPeer {
         }
     }
 
+    /// Send `text`; `Err` with why when the other side has gone (for a peer that may
+    /// still be writing when the other side closes).
+    pub async fn try_send_text(&mut self, text: &str) -> Result<(), String> {
+        let meta = FrameMeta {
+            kind: FrameKind::Notification,
+            related: None,
+        };
+        self.writer
+            .write_frame(text.as_bytes(), &meta)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.writer.flush().await.map_err(|e| e.to_string())
+    }
+
+    /// The next message, parsed; `Ok(None)` at end of stream, `Err` with why for a read
+    /// error or a message that is not JSON.
+    pub async fn try_recv(&mut self) -> Result<Option<Value>, String> {
+        match self.reader.read_frame().await.map_err(|e| e.to_string())? {
+            None => Ok(None),
+            Some(InboundFrame::Message(bytes)) => {
+                serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                    format!(
+                        "the peer sent something that is not JSON ({e}): {}",
+                        String::from_utf8_lossy(&bytes)
+                    )
+                })
+            }
+            Some(other) => Err(format!("unexpected frame {other:?}")),
+        }
+    }
+
     /// Read until a message satisfies `pred`, returning it (others are skipped).
     pub async fn recv_until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         loop {
