@@ -543,7 +543,8 @@ impl DecodeError {
         self.code
     }
 
-    /// The id of the offending request, when it had a readable one.
+    /// The id to answer to: the offending request's, when it had a readable one; never
+    /// a response's (a malformed response is not answered).
     pub fn id(&self) -> Option<&RequestId> {
         self.id.as_ref()
     }
@@ -717,9 +718,11 @@ fn from_envelope(env: Envelope<'_>) -> Result<Message, DecodeError> {
             }
         },
     };
+    // A response is never answered, so its errors name no id to answer to.
+    let answer_to = id.clone().filter(|_| !is_response);
     let fail = |reason: &'static str| DecodeError {
         is_response,
-        ..DecodeError::invalid(id.clone(), reason)
+        ..DecodeError::invalid(answer_to.clone(), reason)
     };
     match env.jsonrpc.map(|v| v.get()) {
         Some(r#""2.0""#) => {}

@@ -35,7 +35,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::hostile::{Tally, answered_id, corpus, is_well_formed, mutate, run_settings, server};
+use common::hostile::{
+    Tally, answered_id, corpus, is_readable_id, is_well_formed, messages_of, mutate, run_settings,
+    server,
+};
 use common::{Rng, bounded};
 use mcpflow::http::server::HttpServer;
 use serde_json::{Value, json};
@@ -64,14 +67,13 @@ fn shape(message: &Value) -> Shape {
     if m.get("method").is_none() && (m.contains_key("result") || m.contains_key("error")) {
         return Shape::Response;
     }
-    let is_id = |id: &Value| id.is_string() || id.is_i64() || id.is_u64();
     let params_ok = m
         .get("params")
         .is_none_or(|p| p.is_object() || p.is_array());
     match (m.get("jsonrpc"), m.get("method"), m.get("id")) {
         (Some(v), Some(method), id) if v == "2.0" && method.is_string() && params_ok => match id {
             None => Shape::Notification,
-            Some(id) if is_id(id) => Shape::Request,
+            Some(id) if is_readable_id(id) => Shape::Request,
             Some(_) => Shape::Invalid,
         },
         _ => Shape::Invalid,
@@ -159,16 +161,9 @@ fn parse_event_stream(body: &str) -> Result<Vec<Value>, String> {
         }
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| format!("an event's data is not JSON ({e}): {text}"))?;
-        messages.extend(flatten(value));
+        messages.extend(messages_of(value));
     }
     Ok(messages)
-}
-
-fn flatten(value: Value) -> Vec<Value> {
-    match value {
-        Value::Array(items) => items,
-        one => vec![one],
-    }
 }
 
 /// An HTTP client of one MCP session, as a real client would run it.
@@ -242,7 +237,7 @@ impl Client {
                 parse_event_stream(text).unwrap_or_else(|why| fail(why))
             }
             Some(t) if t.starts_with("application/json") => match serde_json::from_str(text) {
-                Ok(value) => flatten(value),
+                Ok(value) => messages_of(value),
                 Err(e) => fail(format!("the JSON body does not parse ({e}): {text}")),
             },
             other => fail(format!("a body of type {other:?}: {text}")),

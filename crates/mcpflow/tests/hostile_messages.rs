@@ -19,7 +19,8 @@ mod common;
 use std::collections::HashMap;
 
 use common::hostile::{
-    Tally, answered_id, cancelled_id, corpus, is_well_formed, mutate, run_settings, server,
+    Tally, answered_id, cancelled_id, corpus, is_well_formed, messages_of, mutate, run_settings,
+    server,
 };
 use common::{Kind, RawPeer, Rng, bounded, pair};
 use serde_json::{Value, json};
@@ -85,20 +86,14 @@ async fn hostile_messages_get_well_formed_answers_and_the_server_keeps_serving()
                     return Err("the connection ended".to_owned());
                 };
                 // A batch's answers come as one array.
-                let replies = match reply {
-                    Value::Array(items) => items,
-                    one => vec![one],
-                };
-                for reply in replies {
+                for reply in messages_of(reply) {
                     if !is_well_formed(&reply) {
                         return Err(format!("a malformed answer: {reply}"));
                     }
                     if reply["id"] == probe.as_str() {
                         return Ok(());
                     }
-                    if reply.get("method").is_none() && !reply["id"].is_null() {
-                        tally.received(reply["id"].to_string());
-                    }
+                    tally.record_answer(&reply);
                     answered += 1;
                 }
             }
@@ -120,14 +115,8 @@ async fn hostile_messages_get_well_formed_answers_and_the_server_keeps_serving()
             let Some(reply) = peer.recv().await else {
                 return;
             };
-            let replies = match reply {
-                Value::Array(items) => items,
-                one => vec![one],
-            };
-            for reply in replies {
-                if reply.get("method").is_none() && !reply["id"].is_null() {
-                    tally.received(reply["id"].to_string());
-                }
+            for reply in messages_of(reply) {
+                tally.record_answer(&reply);
                 answered += 1;
             }
         }

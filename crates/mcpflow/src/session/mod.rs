@@ -697,11 +697,11 @@ impl PendingRequest {
                     Some(update) => return Some(Step::Progress(update)),
                     None => tracing::debug!("ignored malformed progress"),
                 },
-                PendingEvent::Outcome(Err(Failure::Expired(deadline))) => {
-                    self.abandon("timed out");
-                    return Some(Step::Done(Err(deadline.expired_error(&self.method))));
-                }
                 PendingEvent::Outcome(outcome) => {
+                    // A timeout is also told to the peer (`notifications/cancelled`).
+                    if matches!(outcome, Err(Failure::Expired(_))) {
+                        self.abandon("timed out");
+                    }
                     self.finished = true;
                     let result = outcome.map_err(|failure| match failure {
                         Failure::Rejected(error) => SessionError::Rejected {

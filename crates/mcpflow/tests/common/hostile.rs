@@ -73,6 +73,14 @@ impl Tally {
         *self.received.entry(id).or_default() += 1;
     }
 
+    /// A message the server sent: counted by its id when it is an answer (not a
+    /// request or notification of its own) that names one.
+    pub fn record_answer(&mut self, message: &Value) {
+        if message.get("method").is_none() && !message["id"].is_null() {
+            self.received(message["id"].to_string());
+        }
+    }
+
     /// Answers received in all.
     pub fn answers(&self) -> u64 {
         self.received.values().sum()
@@ -331,10 +339,23 @@ pub fn is_well_formed(message: &Value) -> bool {
 /// JSON-RPC id is a string or an integer).
 pub fn answered_id(message: &Value) -> Option<String> {
     let id = message.get("id")?;
-    let readable = id.is_string() || id.is_i64() || id.is_u64();
+    let readable = is_readable_id(id);
     let is_response = message.get("method").is_none()
         && (message.get("result").is_some() || message.get("error").is_some());
     (readable && !is_response).then(|| id.to_string())
+}
+
+/// Whether an answer can carry `id` back: JSON-RPC ids are strings or integers.
+pub fn is_readable_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+/// The messages of one frame or body: a batch's members, or the one message.
+pub fn messages_of(value: Value) -> Vec<Value> {
+    match value {
+        Value::Array(items) => items,
+        one => vec![one],
+    }
 }
 
 /// The request a `notifications/cancelled` names, as JSON text.

@@ -143,19 +143,13 @@ struct Posted {
     batch: bool,
 }
 
-/// The 400 for a message that does not decode, naming the request's id when it has one.
-/// A malformed response gets no id: JSON-RPC answers requests only, and MCP allows an
-/// error body for a refused response only without an id.
+/// The 400 for a message that does not decode, naming the id to answer to when there is
+/// one (never a response's: MCP allows a body for a refused response only without one).
 fn undecodable(e: &DecodeError) -> Refusal {
-    let id = if e.is_response() {
-        None
-    } else {
-        e.id().cloned()
-    };
     refuse(
         StatusCode::BAD_REQUEST,
         e.code(),
-        id,
+        e.id().cloned(),
         e.to_error_object().message,
     )
 }
