@@ -5,7 +5,9 @@
 //! list in one step, then loops while the list was marked dirty again meanwhile. So a
 //! burst of notifications costs at most two fetches (the running one and one more), the
 //! initial load goes through the same single flight, and readers always see a whole
-//! list, never a half-updated one.
+//! list, never a half-updated one. A read of a stale list waits for the first fetch
+//! that starts after the list was marked, and no longer: it ends with that fetch, or as
+//! soon as no fetch runs any more (one failed, or the client closed).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -31,10 +33,33 @@ struct CacheState<T> {
     /// Someone asked for the list: keep it fresh from now on.
     wanted: bool,
     task: Option<JoinHandle<()>>,
-    /// Bumped when a fetch completes (with a list or an error).
+    /// Fetches completed (with a list or an error), and started: the fetch numbered
+    /// `fetches` is the last one started, and it has completed once `generation`
+    /// reaches that number.
     generation: u64,
     last_error: Option<SessionError>,
     fetches: u64,
+    /// The client closed: no fetch will run again.
+    closed: bool,
+}
+
+/// What `get` reports once the list is as fresh as the client can make it.
+impl<T> CacheState<T> {
+    fn outcome(&self) -> Result<Arc<Vec<T>>, SessionError> {
+        match (&self.items, &self.last_error) {
+            (_, Some(e)) => Err(e.clone()),
+            (Some(items), None) => Ok(items.clone()),
+            (None, None) if self.closed => Err(closed()),
+            (None, None) => Ok(Arc::new(Vec::new())),
+        }
+    }
+}
+
+fn closed() -> SessionError {
+    SessionError::Closed {
+        method: "list".into(),
+        reason: crate::error::CloseReason::ClosedLocally,
+    }
 }
 
 impl<T: Clone + Send + Sync + 'static> ListCache<T> {
@@ -48,6 +73,7 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
                 generation: 0,
                 last_error: None,
                 fetches: 0,
+                closed: false,
             }),
             changed: watch::channel(0).0,
             fetch,
@@ -59,41 +85,37 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
     }
 
     /// The current list, fetching it first if it is missing or stale.
+    ///
+    /// Waits for the first fetch that starts after the list was last marked stale: the
+    /// one running now if the list has not been marked since it started, else the next.
+    /// It ends at that fetch's result, or when no fetch runs any more without having
+    /// reached it (the last one failed, or the client closed).
     pub(crate) async fn get(self: &Arc<Self>) -> Result<Arc<Vec<T>>, SessionError> {
         let mut changes = self.changed.subscribe();
-        let start = {
+        let wanted = {
             let mut state = self.lock();
             state.wanted = true;
-            // A refresh in flight means the list is known to be stale (a `list_changed`
-            // started it): wait for it rather than return the old list.
-            if let (Some(items), false, None) = (&state.items, state.dirty, &state.task) {
-                return Ok(items.clone());
+            if !state.dirty && state.task.is_none() {
+                return state.outcome();
             }
-            let start = state.generation;
+            // Dirty: a fetch that starts from now on; else the one running.
+            let wanted = state.fetches + u64::from(state.dirty);
             self.ensure_refreshing(&mut state);
-            start
+            wanted
         };
         loop {
             {
                 let state = self.lock();
-                if state.generation > start && state.task.is_none() {
-                    return match (&state.items, &state.last_error) {
-                        (_, Some(e)) => Err(e.clone()),
-                        (Some(items), None) => Ok(items.clone()),
-                        (None, None) => Ok(Arc::new(Vec::new())),
-                    };
+                if state.generation >= wanted || state.task.is_none() {
+                    return state.outcome();
                 }
             }
             if changes.changed().await.is_err() {
-                return Err(SessionError::Closed {
-                    method: "list".into(),
-                    reason: crate::error::CloseReason::ClosedLocally,
-                });
+                return Err(closed());
             }
         }
     }
 
-    /// The list as last fetched, without fetching.
     pub(crate) fn snapshot(&self) -> Option<Arc<Vec<T>>> {
         self.lock().items.clone()
     }
@@ -113,7 +135,7 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
     }
 
     fn ensure_refreshing(self: &Arc<Self>, state: &mut CacheState<T>) {
-        if state.task.is_some() {
+        if state.task.is_some() || state.closed {
             return;
         }
         let this = self.clone();
@@ -140,6 +162,9 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
                 Ok(items) => {
                     state.items = Some(Arc::new(items));
                     state.last_error = None;
+                    drop(state);
+                    // Readers waiting for this fetch need not wait for the next.
+                    self.changed.send_modify(|g| *g += 1);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "refreshing a server list failed");
@@ -159,9 +184,136 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
 
     /// Stop a running refresh (the client is closing).
     pub(crate) fn abort(&self) {
-        if let Some(task) = self.lock().task.take() {
+        let task = {
+            let mut state = self.lock();
+            state.closed = true;
+            state.task.take()
+        };
+        if let Some(task) = task {
             task.abort();
         }
         self.changed.send_modify(|g| *g += 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    type Results = mpsc::UnboundedSender<Result<Vec<u32>, SessionError>>;
+
+    /// A cache whose fetches each take the next result the test sends.
+    fn cache() -> (Arc<ListCache<u32>>, Results) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let fetch: Fetch<u32> = Arc::new(move || {
+            let rx = rx.clone();
+            Box::pin(async move {
+                match rx.lock().await.recv().await {
+                    Some(result) => result,
+                    None => std::future::pending().await,
+                }
+            })
+        });
+        (ListCache::new(fetch), tx)
+    }
+
+    async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
+        match tokio::time::timeout(Duration::from_secs(10), fut).await {
+            Ok(value) => value,
+            Err(_) => panic!("timed out (10 s) waiting for: {what}"),
+        }
+    }
+
+    fn list(result: Result<Arc<Vec<u32>>, SessionError>) -> Vec<u32> {
+        result.expect("a list").to_vec()
+    }
+
+    #[tokio::test]
+    async fn a_read_while_a_refresh_ends_returns_its_list() {
+        // The refresh task between storing its list and leaving: the fetch is done,
+        // the task not yet gone.
+        let (cache, _results) = cache();
+        let running = tokio::spawn(std::future::pending::<()>());
+        {
+            let mut state = cache.lock();
+            state.items = Some(Arc::new(vec![1]));
+            state.dirty = false;
+            state.wanted = true;
+            state.fetches = 1;
+            state.generation = 1;
+            state.task = Some(running);
+        }
+        let got = bounded("get() at the end of a refresh", cache.get()).await;
+        assert_eq!(list(got), [1]);
+        cache.abort();
+    }
+
+    #[tokio::test]
+    async fn reads_during_a_fetch_share_it_and_a_mark_waits_for_the_next() {
+        let (cache, results) = cache();
+        let first = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get().await }
+        });
+        tokio::task::yield_now().await;
+        let same = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get().await }
+        });
+        tokio::task::yield_now().await;
+        // Marked stale while the first fetch runs: a read from now on needs the next.
+        cache.mark_dirty();
+        let next = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get().await }
+        });
+        tokio::task::yield_now().await;
+        results.send(Ok(vec![1])).unwrap();
+        assert_eq!(list(bounded("the first read", first).await.unwrap()), [1]);
+        assert_eq!(list(bounded("the shared read", same).await.unwrap()), [1]);
+        assert!(
+            !next.is_finished(),
+            "a read after the mark got the older list"
+        );
+        results.send(Ok(vec![2])).unwrap();
+        assert_eq!(
+            list(bounded("the read after the mark", next).await.unwrap()),
+            [2]
+        );
+        assert_eq!(cache.fetches(), 2);
+    }
+
+    #[tokio::test]
+    async fn after_the_connection_closed_reads_report_it() {
+        let (cache, results) = cache();
+        results.send(Err(closed())).unwrap();
+        for what in ["the read that fetched", "a read after it"] {
+            let got = bounded(what, cache.get()).await;
+            assert!(got.is_err_and(|e| e.is_closed()), "{what}");
+        }
+        assert_eq!(cache.fetches(), 1);
+    }
+
+    #[tokio::test]
+    async fn closing_ends_a_read_that_waits_for_a_fetch() {
+        let (cache, _results) = cache();
+        let read = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get().await }
+        });
+        tokio::task::yield_now().await;
+        cache.abort();
+        let got = bounded("a read when the client closes", read)
+            .await
+            .unwrap();
+        assert!(got.is_err_and(|e| e.is_closed()));
+        let after = bounded("a read after close", cache.get()).await;
+        assert!(after.is_err_and(|e| e.is_closed()));
     }
 }
