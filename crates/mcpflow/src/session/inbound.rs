@@ -3,13 +3,18 @@
 //!
 //! Admission never waits. A request past `max_concurrent_requests` waits for a slot (at
 //! most `request_queue_capacity` of them); past that the peer gets a busy error at once.
-//! Each admitted request is a task, counted until it ends, with a
-//! [`RequestCancel`] of its own (kept in the table of running requests) that
-//! `notifications/cancelled`, close or drop trips. Cancelling shares nothing between
-//! requests: no parent token, no session-wide waiter list; the table's lock is taken
-//! when a request starts and when it ends.
+//! Each admitted request is a task (started together with the others of its burst: see
+//! [`NewRequests`]), counted until it ends, with a [`RequestCancel`] of its own (kept in
+//! the table of running requests) that `notifications/cancelled`, close or drop trips.
+//! Cancelling shares nothing between requests: no parent token, no session-wide waiter
+//! list; the table's lock is taken when a request starts and when it ends.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -90,6 +95,7 @@ impl Inbound {
         request: Request,
         service: &Arc<dyn Service>,
         peer: &Peer,
+        new: &mut NewRequests,
     ) -> Result<(), Refusal> {
         let (token, admitted) = {
             let mut running = self.running();
@@ -112,9 +118,10 @@ impl Inbound {
         }
         let service = service.clone();
         let peer = peer.with_related(request.id.clone());
-        // Boxed: a task's cell is allocated aligned to a cache line, which glibc serves
-        // from its slow path, and the larger the cell the slower; this keeps it small.
-        tokio::spawn(Box::pin(serve(admitted, request, token, service, peer)));
+        // Boxed, so it can become a task of its own after its first poll (and a task's
+        // cell, allocated aligned to a cache line on glibc's slow path, stays small).
+        new.0
+            .push(Box::pin(serve(admitted, request, token, service, peer)));
         Ok(())
     }
 
@@ -260,6 +267,67 @@ impl Inbound {
             notified.await;
         }
     }
+}
+
+/// A request's task, not started yet.
+type RequestTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Requests started by one task, at most.
+pub(crate) const START_GROUP: usize = 16;
+
+/// A first poll this long hands the rest of its group to the scheduler unpolled.
+const SLOW_START: Duration = Duration::from_millis(1);
+
+/// Requests admitted while reading a burst of input, not started yet. The reader starts
+/// them in groups of up to [`START_GROUP`]: one task polls each of a group once, and
+/// any that is not done by then becomes a task of its own. A burst of quick requests
+/// (the common case: a handler that answers without waiting) thus costs one spawn per
+/// group instead of one per request, and the groups still spread over the runtime's
+/// workers. A handler that blocks its thread in its first poll delays the rest of its
+/// group until it returns; one that takes long hands them on at once.
+#[derive(Default)]
+pub(crate) struct NewRequests(Vec<RequestTask>);
+
+impl NewRequests {
+    /// Whether a group is full.
+    pub(crate) fn is_full(&self) -> bool {
+        self.0.len() >= START_GROUP
+    }
+
+    /// Start every request held.
+    pub(crate) fn start(&mut self) {
+        match self.0.len() {
+            0 => {}
+            1 => {
+                if let Some(task) = self.0.pop() {
+                    tokio::spawn(task);
+                }
+            }
+            _ => {
+                let group = std::mem::replace(&mut self.0, Vec::with_capacity(START_GROUP));
+                tokio::spawn(start_group(group));
+            }
+        }
+    }
+}
+
+/// Poll each request of a group once; whatever is still running continues as its own
+/// task (which polls it again, so its wake-ups go to that task).
+async fn start_group(group: Vec<RequestTask>) {
+    let mut group = group.into_iter();
+    std::future::poll_fn(move |cx| {
+        let began = Instant::now();
+        while let Some(mut task) = group.next() {
+            if task.as_mut().poll(cx).is_pending() {
+                tokio::spawn(task);
+            }
+            if began.elapsed() >= SLOW_START {
+                group.by_ref().for_each(|task| drop(tokio::spawn(task)));
+            }
+        }
+        Poll::Ready(())
+    })
+    .await;
 }
 
 /// One admitted request, counted from its admission until its task ends, or is dropped

@@ -3,11 +3,12 @@
 //! Its only `.await` is the transport read (and the stop signal beside it). Responses
 //! complete their pending entry; progress goes to its request's channel;
 //! `notifications/cancelled` trips the handler's token; other notifications go to the
-//! notification lane; requests are admitted as tasks or refused at once. Replies the
-//! reader makes itself (errors, pings, busy answers) go on the writer's control queue.
-//! That queue is drained by the writer alone, never by user code; when it is full the
-//! peer is sending faster than it reads our replies, and the reader waits for the
-//! writer before reading more: back-pressure on the flooding peer, with nothing lost.
+//! notification lane; requests are admitted (and started as tasks, a burst's together)
+//! or refused at once. Replies the reader makes itself (errors, pings, busy answers) go
+//! on the writer's control queue. That queue is drained by the writer alone, never by
+//! user code; when it is full the peer is sending faster than it reads our replies, and
+//! the reader waits for the writer before reading more: back-pressure on the flooding
+//! peer, with nothing lost.
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -22,7 +23,7 @@ use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::inbound::Refusal;
+use super::inbound::{NewRequests, Refusal};
 use super::pending::{DeferredWakes, Failure, ProgressUpdate, ResultJson};
 use super::{Peer, Service, Shared};
 use crate::error::{CloseReason, TransportError};
@@ -51,6 +52,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         service,
         peer,
         wakes: DeferredWakes::default(),
+        new_requests: NewRequests::default(),
     };
     let mut replies = Vec::new();
     let mut since_wake = (0, 0);
@@ -60,12 +62,13 @@ pub(crate) async fn run_reader<R: FrameReader>(
             break CloseReason::ClosedLocally;
         }
         // Take what is already buffered without waiting; wake the callers that got
-        // events before waiting for more, so a burst of progress costs a wake-up per
-        // burst, not one per report.
+        // events, and start the requests admitted, before waiting for more, so a burst
+        // of progress costs a wake-up per burst, not one per report.
         let frame = match buffered_frame(&mut reader) {
             Some(frame) => frame,
             None => {
                 router.wakes.wake_all();
+                router.new_requests.start();
                 since_wake = (0, 0);
                 tokio::select! {
                     biased;
@@ -92,6 +95,10 @@ pub(crate) async fn run_reader<R: FrameReader>(
             router.wakes.wake_all();
             since_wake = (0, 0);
         }
+        // Requests never wait behind a full group or a reply that waits for room.
+        if router.new_requests.is_full() || !replies.is_empty() || since_wake.0 == 0 {
+            router.new_requests.start();
+        }
         for reply in replies.drain(..) {
             tokio::select! {
                 biased;
@@ -103,6 +110,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         }
     };
     router.wakes.wake_all();
+    router.new_requests.start();
     tracing::debug!(%reason, "reader stopped");
     shared.shutdown(reason);
 }
@@ -125,6 +133,8 @@ struct Router {
     service: Arc<dyn Service>,
     peer: Peer,
     wakes: DeferredWakes,
+    /// Admitted requests, started in groups (see [`NewRequests`]).
+    new_requests: NewRequests,
 }
 
 type Replies = Vec<super::writer::Outbound>;
@@ -265,7 +275,10 @@ impl Router {
                 }
             }
             Message::Request(r) => {
-                let admitted = self.shared.inbound.admit(r, &self.service, &self.peer);
+                let admitted =
+                    self.shared
+                        .inbound
+                        .admit(r, &self.service, &self.peer, &mut self.new_requests);
                 if let Err(refusal) = admitted {
                     if matches!(refusal, Refusal::Busy(_)) {
                         tracing::warn!("refused a request: handler slots and queue are full");

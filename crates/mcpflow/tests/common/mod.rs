@@ -221,6 +221,21 @@ impl RawPeer {
         self.send_text(&value.to_string()).await;
     }
 
+    /// Send several messages with one flush at the end, so they arrive as one burst.
+    pub async fn send_burst(&mut self, values: &[Value]) {
+        let meta = FrameMeta {
+            kind: FrameKind::Notification,
+            related: None,
+        };
+        for value in values {
+            self.writer
+                .write_frame(value.to_string().as_bytes(), &meta)
+                .await
+                .expect("raw peer write");
+        }
+        self.writer.flush().await.expect("raw peer flush");
+    }
+
     /// The next message, parsed; `None` at end of stream.
     pub async fn recv(&mut self) -> Option<Value> {
         match self.reader.read_frame().await.expect("raw peer read")? {
