@@ -129,6 +129,6 @@ pub use mcpflow_macros::{prompt, resource, tool, tools};
 pub use mcpflow_protocol as protocol;
 pub use schemars;
 pub use session::{
-    BoxFuture, Peer, PendingRequest, ProgressUpdate, RequestContext, RequestEvent, RequestOptions,
-    Service, Session,
+    BoxFuture, Peer, PendingRequest, ProgressUpdate, Reply, RequestContext, RequestEvent,
+    RequestOptions, Service, Session,
 };

@@ -906,8 +906,7 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
 async fn a_panic_on_the_reader_fails_pending_requests_at_once() {
     use mcpflow::protocol::jsonrpc::{Notification, Request};
     use mcpflow::protocol::{ErrorCode, ErrorObject};
-    use mcpflow::session::{BoxFuture, Peer, RequestContext, Service, Session};
-    use serde_json::value::RawValue;
+    use mcpflow::session::{BoxFuture, Peer, Reply, RequestContext, Service, Session};
 
     struct PanicsOnObserve;
     impl Service for PanicsOnObserve {
@@ -915,7 +914,7 @@ async fn a_panic_on_the_reader_fails_pending_requests_at_once() {
             &self,
             _request: Request,
             _cx: RequestContext,
-        ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+        ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
             Box::pin(async { Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "none")) })
         }
         fn handle_notification(&self, _n: Notification, _peer: Peer) -> BoxFuture<'static, ()> {

@@ -13,7 +13,7 @@ use mcpflow_protocol::{
 use serde_json::value::RawValue;
 
 use super::{ClientHandle, ClientShared};
-use crate::session::{BoxFuture, Peer, RequestContext, Service};
+use crate::session::{BoxFuture, Peer, Reply, RequestContext, Service};
 
 /// The engine's [`Service`] for a client connection.
 pub(super) struct ClientService {
@@ -41,7 +41,7 @@ impl Service for ClientService {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
         let handlers = self.shared.handlers.clone();
         let handle = self.handle(cx.peer());
         Box::pin(async move {
@@ -129,16 +129,17 @@ impl Service for ClientService {
 
 mod erased {
     use mcpflow_protocol::ErrorObject;
-    use serde_json::value::RawValue;
+
+    use crate::session::Reply;
 
     /// Serialize a handler's result into the response.
     pub(super) trait Encode {
-        fn encode(&self) -> Result<Box<RawValue>, ErrorObject>;
+        fn encode(&self) -> Result<Reply, ErrorObject>;
     }
 
     impl<T: serde::Serialize> Encode for T {
-        fn encode(&self) -> Result<Box<RawValue>, ErrorObject> {
-            serde_json::value::to_raw_value(self).map_err(ErrorObject::internal)
+        fn encode(&self) -> Result<Reply, ErrorObject> {
+            Reply::json(self).map_err(ErrorObject::internal)
         }
     }
 }

@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::{Connection, LEVELS, Server, ServerContext, ToolError};
-use crate::session::{BoxFuture, Peer, RequestContext, Service};
+use crate::session::{BoxFuture, Peer, Reply, RequestContext, Service};
 
 /// The engine's [`Service`] for one server connection.
 pub(crate) struct ServerService {
@@ -44,8 +44,8 @@ fn required_params<'a, T: serde::Deserialize<'a>>(
     serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
 }
 
-fn result<T: Serialize>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
-    serde_json::value::to_raw_value(value).map_err(ErrorObject::internal)
+fn result<T: Serialize>(value: &T) -> Result<Reply, ErrorObject> {
+    Reply::json(value).map_err(ErrorObject::internal)
 }
 
 /// A tool result at least this large (by its text and data) is serialized by
@@ -56,13 +56,15 @@ const LARGE_RESULT_BYTES: usize = 1024 * 1024;
 /// is escaped inside its own buffer, anything else is written into a buffer of about its
 /// final size instead of one that doubles its way there (which would hold the old and
 /// the new buffer at once: half as much memory again, at the peak, as the result).
-fn tool_result(call: CallToolResult) -> Result<Box<RawValue>, ErrorObject> {
+fn tool_result(call: CallToolResult) -> Result<Reply, ErrorObject> {
     if call.payload_len() < LARGE_RESULT_BYTES {
         return result(&call);
     }
     let out = call.into_json().map_err(ErrorObject::internal)?;
     let text = String::from_utf8(out).map_err(ErrorObject::internal)?;
-    RawValue::from_string(text).map_err(ErrorObject::internal)
+    RawValue::from_string(text)
+        .map(Reply::from)
+        .map_err(ErrorObject::internal)
 }
 
 /// Arguments that violate a tool's `inputSchema`. From 2025-11-25 on (SEP-1303) this is
@@ -72,7 +74,7 @@ fn invalid_arguments(
     tool: &str,
     violations: &[(String, String)],
     version: Option<ProtocolVersion>,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<Reply, ErrorObject> {
     let detail = violations
         .iter()
         .map(|(path, reason)| format!("{path}: {reason}"))
@@ -129,10 +131,7 @@ struct ToolCallParams<'a> {
 
 /// Answer `tools/call`: find the tool, check the arguments against its input schema,
 /// run its handler.
-async fn call_tool(
-    raw: Option<&RawValue>,
-    cx: ServerContext,
-) -> Result<Box<RawValue>, ErrorObject> {
+async fn call_tool(raw: Option<&RawValue>, cx: ServerContext) -> Result<Reply, ErrorObject> {
     let p: ToolCallParams<'_> = required_params(raw)?;
     if p.meta
         .is_some_and(|m| !m.get().starts_with('{') && m.get() != "null")
@@ -166,7 +165,7 @@ impl Service for ServerService {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>> {
+    ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
         let server = self.server.clone();
         let connection = self.connection.clone();
         if server.lacks_capability_for(&request.method) {

@@ -128,12 +128,8 @@ impl Inbound {
     /// Queue a handler's answer. Done at once when the writer queue has room (or the
     /// connection has ended); otherwise the returned future waits for room. Not an
     /// `async fn`, so the request task holds no state for a wait it rarely makes.
-    fn answer(&self, message: Message, id: RequestId) -> Option<BoxFuture<'static, ()>> {
-        let meta = FrameMeta {
-            kind: FrameKind::Response(Some(id.clone())),
-            related: Some(id),
-        };
-        match self.answers.try_send(into_frame(message, meta)) {
+    fn answer(&self, frame: Outbound) -> Option<BoxFuture<'static, ()>> {
+        match self.answers.try_send(frame) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
             Err(mpsc::error::TrySendError::Full(frame)) => {
                 let answers = self.answers.clone();
@@ -417,22 +413,24 @@ async fn serve(
     // Free the id before answering: the peer may reuse it as soon as it reads the answer.
     inbound.running().remove(&id);
     drop(permit);
-    let reply = match handled {
+    let meta = FrameMeta {
+        kind: FrameKind::Response(Some(id.clone())),
+        related: Some(id.clone()),
+    };
+    let frame = match handled {
         // Cancelled by the peer or by close, even if the handler then returned: a
         // cancelled request is not answered.
         _ if token.is_cancelled() => return,
         None => return,
-        Some(Ok(Ok(result))) => Message::response(id.clone(), result),
-        Some(Ok(Err(error))) => Message::error(Some(id.clone()), error),
+        Some(Ok(Ok(reply))) => reply.into_frame(id, meta),
+        Some(Ok(Err(error))) => into_frame(Message::error(Some(id), error), meta),
         Some(Err(())) => {
             tracing::error!(%method, %id, "request handler panicked");
-            Message::error(
-                Some(id.clone()),
-                ErrorObject::internal(format!("the handler for `{method}` panicked")),
-            )
+            let error = ErrorObject::internal(format!("the handler for `{method}` panicked"));
+            into_frame(Message::error(Some(id), error), meta)
         }
     };
-    if let Some(wait) = inbound.answer(reply, id) {
+    if let Some(wait) = inbound.answer(frame) {
         wait.await;
     }
 }

@@ -57,10 +57,12 @@ mod inbound;
 mod lane;
 mod pending;
 mod reader;
+mod reply;
 mod writer;
 
 pub use context::RequestContext;
 pub use pending::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
+pub use reply::Reply;
 
 use inbound::Inbound;
 use lane::NotificationLane;
@@ -79,12 +81,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// session. [`Service::observe_notification`] runs on the reader itself and must not
 /// block.
 pub trait Service: Send + Sync + 'static {
-    /// Answer one request from the peer.
+    /// Answer one request from the peer: its result, serialized with [`Reply::json`] (or
+    /// from raw JSON), or the error to send.
     fn handle_request(
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+    ) -> BoxFuture<'static, Result<Reply, ErrorObject>>;
 
     /// Handle one notification from the peer (on the lane).
     fn handle_notification(&self, notification: Notification, peer: Peer)
