@@ -48,6 +48,15 @@ fn result<T: Serialize>(value: &T) -> Result<Reply, ErrorObject> {
     Reply::json(value).map_err(ErrorObject::internal)
 }
 
+/// A result that may run to megabytes (a resource's contents), as raw JSON: a large one
+/// then goes out after its response's head, and a transport that keeps whole messages
+/// (streamable HTTP) takes its buffer instead of copying it.
+fn raw_result<T: Serialize>(value: &T) -> Result<Reply, ErrorObject> {
+    serde_json::value::to_raw_value(value)
+        .map(Reply::from)
+        .map_err(ErrorObject::internal)
+}
+
 /// A tool result at least this large (by its text and data) is serialized by
 /// [`CallToolResult::into_json`].
 const LARGE_RESULT_BYTES: usize = 1024 * 1024;
@@ -264,7 +273,7 @@ impl Service for ServerService {
                         )
                         .with_data(serde_json::json!({ "uri": p.uri }))
                     })?;
-                    result(&handler(p.uri, vars, cx).await?)
+                    raw_result(&handler(p.uri, vars, cx).await?)
                 }
                 method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
                     if !server.inner.subscriptions {
