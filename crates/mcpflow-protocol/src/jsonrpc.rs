@@ -63,6 +63,22 @@ impl RequestId {
         }
     }
 
+    /// An integer id from its decimal text: `None` unless the text is an integer from
+    /// `i64::MIN` to `u64::MAX`.
+    ///
+    /// ```
+    /// use mcpflow_protocol::RequestId;
+    /// assert_eq!(RequestId::parse_integer("-7"), Some(RequestId::number(-7)));
+    /// assert_eq!(RequestId::parse_integer("18446744073709551615"), Some(RequestId::unsigned(u64::MAX)));
+    /// assert_eq!(RequestId::parse_integer("1.5"), None);
+    /// ```
+    pub fn parse_integer(text: &str) -> Option<Self> {
+        text.parse::<i64>()
+            .map(RequestId::number)
+            .or_else(|_| text.parse::<u64>().map(RequestId::unsigned))
+            .ok()
+    }
+
     /// A string id.
     pub fn string(s: impl Into<Arc<str>>) -> Self {
         RequestId(IdRepr::String(s.into()))
@@ -774,11 +790,8 @@ fn parse_id(raw: &RawValue) -> Result<RequestId, &'static str> {
         Some(b'"') => serde_json::from_str::<String>(text)
             .map(RequestId::string)
             .map_err(|_| "unreadable string id"),
-        Some(b'-' | b'0'..=b'9') => text
-            .parse::<i64>()
-            .map(RequestId::number)
-            .or_else(|_| text.parse::<u64>().map(RequestId::unsigned))
-            .map_err(|_| "a numeric id must be an integer from -2^63 to 2^64-1"),
+        Some(b'-' | b'0'..=b'9') => RequestId::parse_integer(text)
+            .ok_or("a numeric id must be an integer from -2^63 to 2^64-1"),
         _ => Err("an id must be a string or an integer"),
     }
 }

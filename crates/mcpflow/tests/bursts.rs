@@ -44,8 +44,11 @@ async fn burst_over(kind: Kind) {
     let running = server().serve(s);
     let mut peer = RawPeer::new(c);
     peer.initialize().await;
-    peer.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-        .await;
+    bounded(
+        "initialized sent",
+        peer.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})),
+    )
+    .await;
     // Quick calls interleaved with waiting ones, one burst.
     let calls: Vec<Value> = (0..WAITING + QUICK)
         .map(|id| {

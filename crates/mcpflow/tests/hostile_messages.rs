@@ -34,15 +34,13 @@ async fn hostile_messages_get_well_formed_answers_and_the_server_keeps_serving()
     let _running = server().serve(s);
     let mut peer = RawPeer::new(c);
     // 2025-03-26, so batches are read too.
-    peer.send(
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}),
-    )
-    .await;
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"x","version":"1"}}});
+    bounded("initialize sent", peer.send(init)).await;
     let init = bounded("initialize", peer.recv()).await.unwrap();
     assert_eq!(init["result"]["protocolVersion"], "2025-03-26", "{init}");
-    peer.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-        .await;
+    let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    bounded("initialized sent", peer.send(initialized)).await;
 
     let mut rng = Rng::new(seed);
     let mut since_ping = Vec::new();
@@ -72,14 +70,14 @@ async fn hostile_messages_get_well_formed_answers_and_the_server_keeps_serving()
             }
         }
         let text = message.to_string();
-        peer.send_text(&text).await;
+        bounded(&format!("message {n} sent"), peer.send_text(&text)).await;
         since_ping.push(text);
         if n % PING_EVERY != 0 {
             continue;
         }
         let probe = format!("probe-{n}");
-        peer.send(json!({"jsonrpc":"2.0","id":probe,"method":"ping"}))
-            .await;
+        let ping = json!({"jsonrpc":"2.0","id":probe,"method":"ping"});
+        bounded(&format!("the ping after message {n} sent"), peer.send(ping)).await;
         let read = async {
             loop {
                 let Some(reply) = peer.recv().await else {

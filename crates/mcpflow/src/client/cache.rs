@@ -223,6 +223,14 @@ mod tests {
         (ListCache::new(fetch), tx)
     }
 
+    /// A read of the list on a task of its own.
+    fn spawn_read(
+        cache: &Arc<ListCache<u32>>,
+    ) -> tokio::task::JoinHandle<Result<Arc<Vec<u32>>, SessionError>> {
+        let cache = cache.clone();
+        tokio::spawn(async move { cache.get().await })
+    }
+
     async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
         match tokio::time::timeout(Duration::from_secs(10), fut).await {
             Ok(value) => value,
@@ -257,22 +265,13 @@ mod tests {
     #[tokio::test]
     async fn reads_during_a_fetch_share_it_and_a_mark_waits_for_the_next() {
         let (cache, results) = cache();
-        let first = tokio::spawn({
-            let cache = cache.clone();
-            async move { cache.get().await }
-        });
+        let first = spawn_read(&cache);
         tokio::task::yield_now().await;
-        let same = tokio::spawn({
-            let cache = cache.clone();
-            async move { cache.get().await }
-        });
+        let same = spawn_read(&cache);
         tokio::task::yield_now().await;
         // Marked stale while the first fetch runs: a read from now on needs the next.
         cache.mark_dirty();
-        let next = tokio::spawn({
-            let cache = cache.clone();
-            async move { cache.get().await }
-        });
+        let next = spawn_read(&cache);
         tokio::task::yield_now().await;
         results.send(Ok(vec![1])).unwrap();
         assert_eq!(list(bounded("the first read", first).await.unwrap()), [1]);
@@ -303,10 +302,7 @@ mod tests {
     #[tokio::test]
     async fn closing_ends_a_read_that_waits_for_a_fetch() {
         let (cache, _results) = cache();
-        let read = tokio::spawn({
-            let cache = cache.clone();
-            async move { cache.get().await }
-        });
+        let read = spawn_read(&cache);
         tokio::task::yield_now().await;
         cache.abort();
         let got = bounded("a read when the client closes", read)

@@ -12,11 +12,10 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
-use std::time::{Duration, Instant};
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use foldhash::fast::RandomState;
 use mcpflow_protocol::jsonrpc::Request;
@@ -269,7 +268,7 @@ impl Inbound {
 type RequestTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Requests started by one task, at most.
-pub(crate) const START_GROUP: usize = 16;
+const START_GROUP: usize = 16;
 
 /// A first poll this long hands the rest of its group to the scheduler unpolled.
 const SLOW_START: Duration = Duration::from_millis(1);
@@ -300,8 +299,8 @@ impl NewRequests {
                 }
             }
             _ => {
-                let group = std::mem::replace(&mut self.0, Vec::with_capacity(START_GROUP));
-                tokio::spawn(start_group(group));
+                // The group gets a vector of its size; the reader's is kept for the next.
+                tokio::spawn(start_group(self.0.drain(..).collect()));
             }
         }
     }
@@ -413,18 +412,19 @@ async fn serve(
     // Free the id before answering: the peer may reuse it as soon as it reads the answer.
     inbound.running().remove(&id);
     drop(permit);
+    // Cancelled by the peer or by close, even if the handler then returned: a
+    // cancelled request is not answered.
+    let Some(handled) = handled.filter(|_| !token.is_cancelled()) else {
+        return;
+    };
     let meta = FrameMeta {
         kind: FrameKind::Response(Some(id.clone())),
         related: Some(id.clone()),
     };
     let frame = match handled {
-        // Cancelled by the peer or by close, even if the handler then returned: a
-        // cancelled request is not answered.
-        _ if token.is_cancelled() => return,
-        None => return,
-        Some(Ok(Ok(reply))) => reply.into_frame(id, meta),
-        Some(Ok(Err(error))) => into_frame(Message::error(Some(id), error), meta),
-        Some(Err(())) => {
+        Ok(Ok(reply)) => reply.into_frame(id, meta),
+        Ok(Err(error)) => into_frame(Message::error(Some(id), error), meta),
+        Err(()) => {
             tracing::error!(%method, %id, "request handler panicked");
             let error = ErrorObject::internal(format!("the handler for `{method}` panicked"));
             into_frame(Message::error(Some(id), error), meta)

@@ -93,10 +93,11 @@ pub(crate) async fn run_reader<R: FrameReader>(
             || (!replies.is_empty() && router.wakes.len() > 0)
         {
             router.wakes.wake_all();
+            router.new_requests.start();
             since_wake = (0, 0);
         }
         // Requests never wait behind a full group or a reply that waits for room.
-        if router.new_requests.is_full() || !replies.is_empty() || since_wake.0 == 0 {
+        if router.new_requests.is_full() || !replies.is_empty() {
             router.new_requests.start();
         }
         for reply in replies.drain(..) {
@@ -438,11 +439,7 @@ fn sniff_request_id(prefix: &[u8]) -> Option<RequestId> {
     if !matches!(next, ',' | '}' | ' ') {
         return None;
     }
-    digits
-        .parse::<i64>()
-        .map(RequestId::number)
-        .or_else(|_| digits.parse::<u64>().map(RequestId::unsigned))
-        .ok()
+    RequestId::parse_integer(&digits)
 }
 
 #[cfg(test)]

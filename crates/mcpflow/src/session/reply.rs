@@ -77,7 +77,7 @@ impl Reply {
         Message::write_response_head(&id, &mut head);
         if head.len() <= start {
             // The head goes in front of the result, and the frame moves to the start of
-            // the buffer: no allocation, no second buffer of the result's size.
+            // the buffer: no second buffer of the result's size, no reallocation.
             let at = start - head.len();
             buf[at..start].copy_from_slice(&head);
             buf.push(b'}');
