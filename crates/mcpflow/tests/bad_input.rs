@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{AnyTransport, RawPeer, bounded, target_server};
+use common::{AnyTransport, Kind, RawPeer, bounded, pair, target_server};
 use mcpflow::transport::StreamTransport;
 use serde_json::{Value, json};
 
@@ -371,22 +371,25 @@ async fn every_bad_input_gets_its_documented_outcome_and_the_connection_keeps_se
 /// (`tools/list`), and answered with the same id, digit for digit.
 #[tokio::test]
 async fn an_integer_id_above_i64_is_answered_with_the_same_id() {
-    let server = target_server("ids").build();
-    let (a, b) = tokio::net::UnixStream::pair().unwrap();
-    let (ar, aw) = a.into_split();
-    let (br, bw) = b.into_split();
-    let _running = server.serve(StreamTransport::new(br, bw));
-    let mut peer = RawPeer::new(AnyTransport::Stream(StreamTransport::new(ar, aw)));
+    let (c, s) = pair(Kind::Stdio);
+    let _running = target_server("ids").build().serve(s);
+    let mut peer = RawPeer::new(c);
     peer.initialize().await;
-    peer.send_text(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#)
-        .await;
+    bounded(
+        "the ping sent",
+        peer.send_text(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#),
+    )
+    .await;
     let reply = bounded("the answer to the ping", peer.recv())
         .await
         .expect("connection open");
     assert_eq!(reply["id"], json!(u64::MAX), "{reply}");
     assert_eq!(reply["result"], json!({}), "{reply}");
-    peer.send_text(r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#)
-        .await;
+    bounded(
+        "tools/list sent",
+        peer.send_text(r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#),
+    )
+    .await;
     let reply = bounded("the answer to tools/list", peer.recv())
         .await
         .expect("connection open");

@@ -63,11 +63,7 @@ async fn burst_over(kind: Kind) {
             .count(),
         WAITING
     );
-    let sender = tokio::spawn(async move {
-        peer.send_burst(&calls).await;
-        peer
-    });
-    let mut peer = bounded("the burst sent", sender).await.unwrap();
+    bounded("the burst sent", peer.send_burst(&calls)).await;
     let mut answered = std::collections::BTreeMap::new();
     while answered.len() < WAITING + QUICK {
         let what = format!(

@@ -43,8 +43,8 @@ struct CacheState<T> {
     closed: bool,
 }
 
-/// What `get` reports once the list is as fresh as the client can make it.
 impl<T> CacheState<T> {
+    /// What `get` reports once the list is as fresh as the client can make it.
     fn outcome(&self) -> Result<Arc<Vec<T>>, SessionError> {
         match (&self.items, &self.last_error) {
             (_, Some(e)) => Err(e.clone()),
@@ -116,6 +116,7 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
         }
     }
 
+    /// The list as last fetched, without fetching.
     pub(crate) fn snapshot(&self) -> Option<Arc<Vec<T>>> {
         self.lock().items.clone()
     }

@@ -52,7 +52,7 @@ use common::hostile::{
     Tally, answered_id, cancelled_id, is_well_formed, mutate, run_settings, server_errors,
     server_notifications, server_requests, tool_lists, tool_results,
 };
-use common::{Kind, RawPeer, Rng, bounded, bounded_for, pair};
+use common::{Kind, RawPeer, Rng, bounded, pair};
 use mcpflow::client::{Client, ClientHandle};
 use mcpflow::protocol::{
     CallToolRequestParams, CallToolResult, CreateMessageResult, ElicitResult, EmptyResult,

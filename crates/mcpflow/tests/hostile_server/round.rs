@@ -108,10 +108,13 @@ impl Run {
         self.join(what, task).await
     }
 
-    /// Join a task that bounds its own wait: this bound is longer, so the task's own
-    /// timeout is what reports (with the messages).
+    /// Join a task. One that bounds its own wait reports its own timeout (this bound is
+    /// longer); one that does not (the raw server) fails here, with the messages.
     pub(super) async fn join<T>(&self, what: &str, task: tokio::task::JoinHandle<T>) -> T {
-        match bounded_for(Duration::from_secs(30), what, task).await {
+        let Ok(joined) = tokio::time::timeout(Duration::from_secs(30), task).await else {
+            self.fail(&format!("timed out (30s) waiting for: {what}"));
+        };
+        match joined {
             Ok(value) => value,
             Err(e) => {
                 let why = match e.try_into_panic() {
