@@ -150,14 +150,14 @@ static ESCAPE: [u8; 256] = {
 };
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)] // panics are how tests fail
 
     use super::*;
 
     /// `len` characters, mostly `x` (so runs and chunks of both kinds occur), about one
     /// in `one_in` an escape of some kind or a multi-byte character; `seed` advances.
-    fn scattered(len: usize, one_in: u64, seed: &mut u64) -> String {
+    pub(crate) fn scattered(len: usize, one_in: u64, seed: &mut u64) -> String {
         let alphabet: Vec<char> = "ab \"\\\n\r\t\u{8}\u{c}\u{1}\u{1f}é日🎉".chars().collect();
         (0..len)
             .map(|_| {

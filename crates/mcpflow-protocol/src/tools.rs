@@ -1,5 +1,7 @@
 //! Tools: `tools/list`, `tools/call` and their types.
 
+use std::ops::Range;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -303,6 +305,10 @@ impl CallToolRequestParams {
     }
 }
 
+/// A result at least this long is decoded in place by [`CallToolResult::from_json_in`];
+/// below it, a copy costs less than a second look at the result.
+const LARGE_TEXT_BYTES: usize = 64 * 1024;
+
 /// Result of `tools/call`.
 ///
 /// Tool failures are results with `isError: true`, not JSON-RPC errors, so the model can
@@ -516,6 +522,74 @@ impl CallToolResult {
         let mut out = Vec::with_capacity(payload + payload / 64 + 4096);
         self.write_json(&mut out)?;
         Ok(out)
+    }
+
+    /// Decode the result that lies at `json[range]` (a response's `result` inside the
+    /// frame it came in, say), taking `json`'s buffer for the text when the result is one
+    /// large plain text block: the text is unescaped into the front of the buffer, so a
+    /// 10 MiB result costs no second 10 MiB. Any other result decodes as
+    /// `serde_json::from_str(&json[range])` does, to the same value.
+    ///
+    /// # Errors
+    /// When `json[range]` is not a `CallToolResult` (or `range` is not within `json`).
+    ///
+    /// ```
+    /// use mcpflow_protocol::CallToolResult;
+    ///
+    /// let frame = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\nb"}]}}"#;
+    /// let start = frame.find(r#"{"content""#).unwrap();
+    /// let result = CallToolResult::from_json_in(frame.to_owned(), start..frame.len() - 1)?;
+    /// assert_eq!(result, CallToolResult::text("a\nb"));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn from_json_in(json: String, range: Range<usize>) -> Result<Self, serde_json::Error> {
+        use serde::de::Error as _;
+        let Some(result) = json.get(range.clone()) else {
+            return Err(serde_json::Error::custom(
+                "the result's range is not in its text",
+            ));
+        };
+        if range.len() < LARGE_TEXT_BYTES {
+            return serde_json::from_str(result);
+        }
+        // The one shape decoded in place: anything else (annotations, `_meta`, more
+        // blocks, structured content, unknown members, duplicates) fails here.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct PlainText<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: &'a str,
+            #[serde(borrow)]
+            text: &'a serde_json::value::RawValue,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        struct Plain<'a> {
+            #[serde(borrow)]
+            content: [PlainText<'a>; 1],
+            #[serde(default)]
+            is_error: Option<bool>,
+        }
+        let literal = match serde_json::from_str::<Plain<'_>>(result) {
+            Ok(Plain {
+                content: [block],
+                is_error,
+            }) if block.kind == "text" && block.text.get().starts_with('"') => {
+                let text = block.text.get();
+                let start = text.as_ptr() as usize - json.as_ptr() as usize;
+                Some((start..start + text.len(), is_error))
+            }
+            _ => None,
+        };
+        let Some((literal, is_error)) = literal else {
+            return serde_json::from_str(result);
+        };
+        let text = crate::json_unescape::unwrap_in_place(json, literal)
+            .map_err(serde_json::Error::custom)?;
+        Ok(CallToolResult {
+            is_error,
+            ..CallToolResult::text(text)
+        })
     }
 
     /// Append this result as compact JSON to `out`: the bytes `serde_json::to_writer`

@@ -130,9 +130,15 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<
     .await
 }
 
+/// About 1 MiB of text that JSON carries as it is, multi-byte characters included.
+fn plain_text() -> String {
+    "plain text, é 日本 🎉 ".repeat(40 * 1024)
+}
+
 /// Results of several MiB (written after their response's head, and handed out by the
 /// line reader as its own buffer) arrive byte for byte over every transport, escapes
-/// and multi-byte characters included, and the connection keeps serving afterwards.
+/// and multi-byte characters included, or with nothing to escape; the client decodes
+/// their text in the buffer it read them into. The connection keeps serving afterwards.
 #[tokio::test]
 async fn large_results_arrive_intact_over_every_transport() {
     use mcpflow::protocol::{CallToolResult, Tool};
@@ -153,6 +159,14 @@ async fn large_results_arrive_intact_over_every_transport() {
             },
         )
         .tool(
+            Tool::new(
+                "plain",
+                "a large text with nothing to escape",
+                Tool::empty_input_schema(),
+            ),
+            |_args, _cx| async { Ok(CallToolResult::text(plain_text())) },
+        )
+        .tool(
             Tool::new("small", "a small text", Tool::empty_input_schema()),
             |_args, _cx| async { Ok(CallToolResult::text("small")) },
         )
@@ -167,6 +181,13 @@ async fn large_results_arrive_intact_over_every_transport() {
             assert!(
                 result.content[0].as_text() == Some(text.as_str()),
                 "{what}: text differs"
+            );
+            let plain = bounded(&what, client.call_tool("plain", serde_json::json!({})))
+                .await
+                .unwrap_or_else(|e| panic!("{what}, nothing escaped: {e}"));
+            assert!(
+                plain.content[0].as_text() == Some(plain_text().as_str()),
+                "{what}: text with nothing escaped differs"
             );
             let small = bounded(
                 "a small result after it",

@@ -66,7 +66,8 @@ pub use reply::Reply;
 
 use inbound::Inbound;
 use lane::NotificationLane;
-use pending::{Deadline, Failure, PendingEvent, PendingTable, ResultJson};
+pub(crate) use pending::ResultJson;
+use pending::{Deadline, Failure, PendingEvent, PendingTable};
 use writer::Outbound;
 
 /// A boxed, sendable future.
@@ -247,13 +248,31 @@ impl Peer {
         P: Serialize + ?Sized,
         R: DeserializeOwned,
     {
+        self.request_decoded(method, params, options, |result| {
+            serde_json::from_str(result.get())
+        })
+        .await
+    }
+
+    /// As [`request`](Self::request), with the result decoded by `decode` from where it
+    /// was read (a large one can then take the frame's buffer).
+    pub(crate) async fn request_decoded<P, R>(
+        &self,
+        method: &str,
+        params: &P,
+        options: RequestOptions,
+        decode: impl FnOnce(ResultJson) -> Result<R, serde_json::Error>,
+    ) -> Result<R, SessionError>
+    where
+        P: Serialize + ?Sized,
+    {
         let pending = self
             .start_request(method, options, |id, options| {
                 request_frame(method, params, options, id)
             })
             .await?;
         let result = pending.result_json().await?;
-        serde_json::from_str(result.get()).map_err(|e| SessionError::Codec {
+        decode(result).map_err(|e| SessionError::Codec {
             method: method.into(),
             detail: format!("unexpected result shape: {e}"),
         })
