@@ -58,6 +58,7 @@ mod lane;
 mod pending;
 mod reader;
 mod reply;
+mod stop;
 mod writer;
 
 pub use context::RequestContext;
@@ -68,6 +69,7 @@ use inbound::Inbound;
 use lane::NotificationLane;
 pub(crate) use pending::ResultJson;
 use pending::{Deadline, Failure, PendingEvent, PendingTable};
+use stop::Stop;
 use writer::Outbound;
 
 /// A boxed, sendable future.
@@ -113,7 +115,7 @@ pub(crate) struct Shared {
     accept_batches: AtomicBool,
     inbound: Arc<Inbound>,
     lane: Arc<NotificationLane>,
-    reader_stop: CancellationToken,
+    reader_stop: Stop,
 }
 
 impl Shared {
@@ -128,7 +130,7 @@ impl Shared {
             .unwrap_or(CloseReason::ClosedLocally);
         self.pending.close(&reason);
         self.lane.close();
-        self.reader_stop.cancel();
+        self.reader_stop.stop();
         self.ended.cancel();
     }
 
@@ -787,7 +789,7 @@ pub struct Session {
     lane: Option<JoinHandle<()>>,
     /// Fails pending requests whose time is up; ends with the connection.
     sweeper: Option<JoinHandle<()>>,
-    writer_stop: CancellationToken,
+    writer_stop: Arc<Stop>,
 }
 
 impl fmt::Debug for Session {
@@ -829,13 +831,13 @@ impl Session {
             accept_batches: AtomicBool::new(false),
             inbound,
             lane: lane.clone(),
-            reader_stop: CancellationToken::new(),
+            reader_stop: Stop::default(),
         });
         let peer = Peer {
             shared: shared.clone(),
             related: None,
         };
-        let writer_stop = CancellationToken::new();
+        let writer_stop = Arc::new(Stop::default());
         let writer = tokio::spawn(writer::run_writer(
             writer,
             control_rx,
@@ -885,7 +887,7 @@ impl Session {
             .reason
             .get()
             .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
-        shared.reader_stop.cancel();
+        shared.reader_stop.stop();
         if let Some(reader) = self.reader.take() {
             join_bounded(reader, grace, "reader").await;
         }
@@ -897,7 +899,7 @@ impl Session {
         if let Some(lane) = self.lane.take() {
             join_bounded(lane, grace, "notification lane").await;
         }
-        self.writer_stop.cancel();
+        self.writer_stop.stop();
         if let Some(writer) = self.writer.take() {
             // The transport's own close (a child's shutdown sequence) has its own bounds.
             join_bounded(writer, grace * 4, "writer").await;

@@ -58,7 +58,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
     let mut since_wake = (0, 0);
     let reason = 'read: loop {
         // Stop first so a close is never delayed by a flood of input.
-        if shared.reader_stop.is_cancelled() {
+        if shared.reader_stop.is_stopped() {
             break CloseReason::ClosedLocally;
         }
         // Take what is already buffered without waiting; wake the callers that got
@@ -72,7 +72,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
                 since_wake = (0, 0);
                 tokio::select! {
                     biased;
-                    () = shared.reader_stop.cancelled() => break CloseReason::ClosedLocally,
+                    () = shared.reader_stop.stopped() => break CloseReason::ClosedLocally,
                     frame = reader.read_frame() => frame,
                 }
             }
@@ -103,7 +103,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         for reply in replies.drain(..) {
             tokio::select! {
                 biased;
-                () = shared.reader_stop.cancelled() => break 'read CloseReason::ClosedLocally,
+                () = shared.reader_stop.stopped() => break 'read CloseReason::ClosedLocally,
                 sent = shared.control.send(reply) => if sent.is_err() {
                     break 'read CloseReason::ClosedLocally;
                 },

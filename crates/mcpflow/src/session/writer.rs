@@ -14,9 +14,9 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::stop::Stop;
 use crate::error::CloseReason;
 use crate::transport::{FrameKind, FrameMeta, FrameWriter};
 use mcpflow_protocol::RequestId;
@@ -79,7 +79,7 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     mut writer: W,
     mut control: mpsc::Receiver<Outbound>,
     mut outbound: mpsc::Receiver<Outbound>,
-    stop: CancellationToken,
+    stop: Arc<Stop>,
     shared: Arc<Shared>,
 ) {
     // Requests with progress written on their behalf since their last flush apart.
@@ -91,7 +91,7 @@ pub(crate) async fn run_writer<W: FrameWriter>(
             biased;
             Some(frame) = control.recv() => frame,
             Some(frame) = outbound.recv() => frame,
-            () = stop.cancelled() => break,
+            () = stop.stopped() => break,
             else => break,
         };
         let batch = write_batch(
