@@ -549,9 +549,6 @@ impl CallToolResult {
                 "the result's range is not in its text",
             ));
         };
-        if range.len() < LARGE_TEXT_BYTES {
-            return serde_json::from_str(result);
-        }
         // The one shape decoded in place: anything else (annotations, `_meta`, more
         // blocks, structured content, unknown members, duplicates) fails here.
         #[derive(Deserialize)]
@@ -570,18 +567,22 @@ impl CallToolResult {
             #[serde(default)]
             is_error: Option<bool>,
         }
-        let literal = match serde_json::from_str::<Plain<'_>>(result) {
-            Ok(Plain {
-                content: [block],
-                is_error,
-            }) if block.kind == "text" && block.text.get().starts_with('"') => {
-                let text = block.text.get();
-                let start = text.as_ptr() as usize - json.as_ptr() as usize;
-                Some((start..start + text.len(), is_error))
-            }
-            _ => None,
-        };
-        let Some((literal, is_error)) = literal else {
+        // Where the text's literal lies in `json`, for a large result of that shape.
+        let plain = (range.len() >= LARGE_TEXT_BYTES)
+            .then(|| serde_json::from_str::<Plain<'_>>(result).ok())
+            .flatten()
+            .and_then(
+                |Plain {
+                     content: [block],
+                     is_error,
+                 }| {
+                    let literal = block.text.get();
+                    (block.kind == "text" && literal.starts_with('"')).then_some(())?;
+                    let start = literal.as_ptr().addr().checked_sub(json.as_ptr().addr())?;
+                    Some((start..start + literal.len(), is_error))
+                },
+            );
+        let Some((literal, is_error)) = plain else {
             return serde_json::from_str(result);
         };
         let text = crate::json_unescape::unwrap_in_place(json, literal)

@@ -534,7 +534,7 @@ impl ClientHandle {
             .peer
             .request_decoded(method::TOOLS_CALL, params, options, |json| match json {
                 ResultJson::InFrame { frame, range } => CallToolResult::from_json_in(frame, range),
-                ResultJson::Owned(raw) => serde_json::from_str(raw.get()),
+                owned => serde_json::from_str(owned.get()),
             })
             .await?;
         self.check_output(&params.name, &result)?;

@@ -67,8 +67,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         let frame = match buffered_frame(&mut reader) {
             Some(frame) => frame,
             None => {
-                router.wakes.wake_all();
-                router.new_requests.start();
+                router.release();
                 since_wake = (0, 0);
                 tokio::select! {
                     biased;
@@ -92,8 +91,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
             || since_wake.1 >= WAKE_EVERY_BYTES
             || (!replies.is_empty() && router.wakes.len() > 0)
         {
-            router.wakes.wake_all();
-            router.new_requests.start();
+            router.release();
             since_wake = (0, 0);
         }
         // Requests never wait behind a full group or a reply that waits for room.
@@ -110,8 +108,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
             }
         }
     };
-    router.wakes.wake_all();
-    router.new_requests.start();
+    router.release();
     tracing::debug!(%reason, "reader stopped");
     shared.shutdown(reason);
 }
@@ -141,6 +138,13 @@ struct Router {
 type Replies = Vec<super::writer::Outbound>;
 
 impl Router {
+    /// Wake the callers that got events and start the requests admitted: before the
+    /// reader waits, every so often in a long burst, and when it stops.
+    fn release(&mut self) {
+        self.wakes.wake_all();
+        self.new_requests.start();
+    }
+
     fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
             InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
