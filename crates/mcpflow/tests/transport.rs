@@ -130,15 +130,11 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<
     .await
 }
 
-/// About 1 MiB of text that JSON carries as it is, multi-byte characters included.
-fn plain_text() -> String {
-    "plain text, é 日本 🎉 ".repeat(40 * 1024)
-}
-
 /// Results of several MiB (written after their response's head, and handed out by the
 /// line reader as its own buffer) arrive byte for byte over every transport, escapes
-/// and multi-byte characters included, or with nothing to escape; the client decodes
-/// their text in the buffer it read them into. The connection keeps serving afterwards.
+/// and multi-byte characters included, or with nothing to escape (the client's two ways
+/// of decoding a large text in the buffer it read it into; `mcpflow-protocol`'s
+/// `in_place.rs` checks that the buffer is kept). The connection keeps serving afterwards.
 #[tokio::test]
 async fn large_results_arrive_intact_over_every_transport() {
     use mcpflow::protocol::{CallToolResult, Tool};
@@ -150,6 +146,9 @@ async fn large_results_arrive_intact_over_every_transport() {
         .take(3 * 1024 * 1024)
         .collect();
     let sent = text.clone();
+    // About 1 MiB that JSON carries as it is, multi-byte characters included.
+    let plain_text = "plain text, é 日本 🎉 ".repeat(40 * 1024);
+    let plain_sent = plain_text.clone();
     let server = Server::builder("large", "1")
         .tool(
             Tool::new("large", "a large text", Tool::empty_input_schema()),
@@ -164,7 +163,10 @@ async fn large_results_arrive_intact_over_every_transport() {
                 "a large text with nothing to escape",
                 Tool::empty_input_schema(),
             ),
-            |_args, _cx| async { Ok(CallToolResult::text(plain_text())) },
+            move |_args, _cx| {
+                let text = plain_sent.clone();
+                async move { Ok(CallToolResult::text(text)) }
+            },
         )
         .tool(
             Tool::new("small", "a small text", Tool::empty_input_schema()),
@@ -182,11 +184,16 @@ async fn large_results_arrive_intact_over_every_transport() {
                 result.content[0].as_text() == Some(text.as_str()),
                 "{what}: text differs"
             );
-            let plain = bounded(&what, client.call_tool("plain", serde_json::json!({})))
-                .await
-                .unwrap_or_else(|e| panic!("{what}, nothing escaped: {e}"));
+            let plain_what =
+                format!("a large result with nothing escaped over {kind:?}, round {round}");
+            let plain = bounded(
+                &plain_what,
+                client.call_tool("plain", serde_json::json!({})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{plain_what}: {e}"));
             assert!(
-                plain.content[0].as_text() == Some(plain_text().as_str()),
+                plain.content[0].as_text() == Some(plain_text.as_str()),
                 "{what}: text with nothing escaped differs"
             );
             let small = bounded(

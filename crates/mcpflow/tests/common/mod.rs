@@ -289,12 +289,12 @@ impl RawPeer {
 
     /// Initialize as a client (request id 1) and read the server's answer.
     pub async fn initialize(&mut self) -> Value {
-        self.send(serde_json::json!({
+        let request = serde_json::json!({
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                        "clientInfo": {"name": "x", "version": "1"}}
-        }))
-        .await;
+        });
+        bounded("sending initialize", self.send(request)).await;
         bounded("the answer to initialize", self.recv())
             .await
             .expect("the answer to initialize")

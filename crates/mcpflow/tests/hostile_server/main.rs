@@ -219,6 +219,16 @@ enum Call {
     Tools,
 }
 
+impl Call {
+    /// The tag the raw server sees in the call's request (`tools()` sends none).
+    fn tag(&self) -> Option<&str> {
+        match self {
+            Call::Tool { tag, .. } | Call::List { tag } | Call::Ping { tag } => Some(tag),
+            Call::Tools => None,
+        }
+    }
+}
+
 enum Outcome {
     Tool(Result<CallToolResult, SessionError>),
     List(Result<ListToolsResult, SessionError>),

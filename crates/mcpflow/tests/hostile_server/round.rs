@@ -171,12 +171,7 @@ impl Run {
             wire.list_changed_clean = false;
             wire.round_tags = calls
                 .iter()
-                .filter_map(|call| match call {
-                    Call::Tool { tag, .. } | Call::List { tag } | Call::Ping { tag } => {
-                        Some(tag.clone())
-                    }
-                    Call::Tools => None,
-                })
+                .filter_map(|call| call.tag().map(str::to_owned))
                 .collect();
         }
         let mut tasks = Vec::new();
@@ -234,10 +229,7 @@ impl Run {
             tasks.push(task);
         }
         for (call, task) in calls.iter().zip(tasks) {
-            let what = match call {
-                Call::Tool { tag, .. } | Call::List { tag } | Call::Ping { tag } => tag.as_str(),
-                Call::Tools => "tools()",
-            };
+            let what = call.tag().unwrap_or("tools()");
             let outcome = self.join(what, task).await;
             self.check(client, call, outcome, stats);
         }
@@ -274,8 +266,8 @@ impl Run {
             }
         }
         self.check_handlers(seen, list_changed_before);
-        let problems = lock(&self.wire).problems.clone();
-        if !problems.is_empty() {
+        let problems_seen = !lock(&self.wire).problems.is_empty();
+        if problems_seen {
             self.fail("the raw server saw problems");
         }
         stats.rounds += 1;
