@@ -159,26 +159,27 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
             let fetched = (self.fetch)().await;
             let mut state = self.lock();
             state.generation += 1;
-            match fetched {
+            let failed = match fetched {
                 Ok(items) => {
                     state.items = Some(Arc::new(items));
                     state.last_error = None;
-                    drop(state);
-                    // Readers waiting for this fetch need not wait for the next.
-                    self.changed.send_modify(|g| *g += 1);
+                    false
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "refreshing a server list failed");
-                    let closed = e.is_closed();
+                    // Leave it to the next reader or notification to retry, unless the
+                    // connection is gone.
+                    state.dirty = !e.is_closed();
                     state.last_error = Some(e);
-                    // Retry on the next read unless the connection is gone.
-                    state.dirty = !closed;
-                    // Leave it to the next reader or notification to retry.
                     state.task = None;
-                    drop(state);
-                    self.changed.send_modify(|g| *g += 1);
-                    return;
+                    true
                 }
+            };
+            drop(state);
+            // Readers waiting for this fetch need not wait for the next.
+            self.changed.send_modify(|g| *g += 1);
+            if failed {
+                return;
             }
         }
     }

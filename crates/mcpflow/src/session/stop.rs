@@ -72,6 +72,8 @@ mod tests {
             .expect("the waiter ended within 5 s of the stop")
             .expect("the waiter did not panic");
         // Stopped stays stopped.
-        stop.stopped().await;
+        tokio::time::timeout(std::time::Duration::from_secs(5), stop.stopped())
+            .await
+            .expect("a second wait on a stopped signal ends at once");
     }
 }
