@@ -679,7 +679,6 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
 /// request that sent nothing, or only a log, is not.
 #[tokio::test]
 async fn a_response_after_its_requests_notifications_is_written_apart() {
-    use mcpflow::transport::lines::LineReader;
     use mcpflow::transport::stream::LineWriter;
 
     struct Recording {
@@ -714,14 +713,6 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             self.lines.close().await;
         }
     }
-    struct Split(Option<(LineReader<tokio::net::unix::OwnedReadHalf>, Recording)>);
-    impl Transport for Split {
-        type Reader = LineReader<tokio::net::unix::OwnedReadHalf>;
-        type Writer = Recording;
-        fn split(mut self) -> (Self::Reader, Self::Writer) {
-            self.0.take().unwrap()
-        }
-    }
     let server = Server::builder("apart", "1")
         .tool(tool("chatty"), |_a, cx| async move {
             for i in 0..3 {
@@ -737,24 +728,15 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             Ok(CallToolResult::text("done"))
         })
         .build();
-    let (a, b) = tokio::net::UnixStream::pair().unwrap();
-    let (ar, aw) = a.into_split();
-    let (br, bw) = b.into_split();
     let log = Arc::new(Mutex::new(Vec::new()));
-    let transport = Split(Some((
-        LineReader::new(br, 1 << 20),
-        Recording {
-            lines: LineWriter::new(bw),
-            log: log.clone(),
-        },
-    )));
+    let (transport, theirs) = common::wrapped_socket_pair(|lines| Recording {
+        lines,
+        log: log.clone(),
+    });
     let _running = server.serve(transport);
-    let client = bounded(
-        "connect",
-        Client::builder("t", "1").connect(StreamTransport::new(ar, aw)),
-    )
-    .await
-    .expect("connect");
+    let client = bounded("connect", Client::builder("t", "1").connect(theirs))
+        .await
+        .expect("connect");
     for name in ["chatty", "quiet", "logging"] {
         let options = RequestOptions::new().on_progress(|_| {});
         let mut params = CallToolRequestParams::new(name);

@@ -70,7 +70,7 @@ use lane::NotificationLane;
 pub(crate) use pending::ResultJson;
 use pending::{Deadline, Failure, PendingEvent, PendingTable};
 use stop::Stop;
-use writer::Outbound;
+use writer::{Direct, DirectWrite, Outbound, Signal};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -110,6 +110,8 @@ pub(crate) struct Shared {
     pending: Arc<PendingTable>,
     outbound: mpsc::Sender<Outbound>,
     control: mpsc::Sender<Outbound>,
+    /// A lone request's way past the writer queue.
+    direct: Box<dyn DirectWrite>,
     ended: CancellationToken,
     reason: OnceLock<CloseReason>,
     accept_batches: AtomicBool,
@@ -336,14 +338,14 @@ impl Peer {
         };
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (bytes, alias) = frame(id, &options)?;
-        let events = self
-            .shared
-            .pending
-            .insert(id, alias, deadline)
-            .map_err(|reason| SessionError::Closed {
-                method: method.into(),
-                reason,
-            })?;
+        let (events, sequential) =
+            self.shared
+                .pending
+                .insert(id, alias, deadline)
+                .map_err(|reason| SessionError::Closed {
+                    method: method.into(),
+                    reason,
+                })?;
         let mut pending = PendingRequest {
             id,
             method: method_name(method),
@@ -362,7 +364,21 @@ impl Peer {
                 related: self.related.clone(),
             },
         );
-        // Queued at once when there is room; else wait, bounded by the request's clock.
+        // A sequential caller's request (the only one in flight, after one that was
+        // alone too) is written at once when the writer is idle; with more in flight,
+        // or at the start of a burst, the writer batches them. Else it is queued at
+        // once when there is room; else it waits, bounded by the request's clock.
+        let frame = if sequential {
+            match self.shared.direct.write_now(frame) {
+                Direct::Written => {
+                    pending.cancellable = !options.never_cancel;
+                    return Ok(pending);
+                }
+                Direct::Declined(frame) => frame,
+            }
+        } else {
+            frame
+        };
         let queued = match self.shared.outbound.try_send(frame) {
             Ok(()) => Ok(Ok(())),
             Err(mpsc::error::TrySendError::Closed(_)) => Ok(Err(())),
@@ -437,16 +453,7 @@ impl Peer {
         if self.related.is_none() {
             return;
         }
-        let frame = Outbound {
-            end_stream: true,
-            ..Outbound::new(
-                Vec::new(),
-                FrameMeta {
-                    kind: FrameKind::Notification,
-                    related: self.related.clone(),
-                },
-            )
-        };
+        let frame = Outbound::signal(Signal::EndStream, self.related.clone());
         let _ = self.shared.outbound.send(frame).await;
     }
 
@@ -813,6 +820,7 @@ impl Session {
         // The control queue holds the reader's own replies; sized so a peer must flood
         // us while not reading before one is dropped.
         let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
+        let sink: writer::Sink<T::Writer> = Arc::new(std::sync::Mutex::new(Some(writer)));
         let inbound = Inbound::new(
             config.max_concurrent_requests.get(),
             config.request_queue_capacity,
@@ -824,6 +832,11 @@ impl Session {
             config,
             next_id: AtomicI64::new(1),
             pending: Arc::default(),
+            direct: Box::new(writer::DirectWriter::new(
+                &sink,
+                control_tx.clone(),
+                outbound_tx.clone(),
+            )),
             outbound: outbound_tx,
             control: control_tx,
             ended: CancellationToken::new(),
@@ -839,7 +852,7 @@ impl Session {
         };
         let writer_stop = Arc::new(Stop::default());
         let writer = tokio::spawn(writer::run_writer(
-            writer,
+            writer::WriterSink(sink),
             control_rx,
             outbound_rx,
             writer_stop.clone(),

@@ -324,6 +324,8 @@ struct TableState {
     /// What the sweeper sleeps until (`None`: until it is woken).
     armed: Option<Instant>,
     closed: Option<CloseReason>,
+    /// Whether the last request filed was the only one pending then.
+    last_alone: bool,
 }
 
 /// Outbound requests awaiting their answer, keyed by our (integer) request id.
@@ -339,13 +341,16 @@ impl PendingTable {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Register a request, due by `deadline`; fails when the connection has ended.
+    /// Register a request, due by `deadline`; fails when the connection has ended. Also
+    /// says whether the caller looks sequential: this request is the only one pending,
+    /// and so was the one filed before it. (The first request of a burst is alone too,
+    /// but follows one that was not.)
     pub(crate) fn insert(
         &self,
         id: i64,
         token_alias: Option<String>,
         deadline: Deadline,
-    ) -> Result<Arc<Events>, CloseReason> {
+    ) -> Result<(Arc<Events>, bool), CloseReason> {
         let due_at = deadline.at();
         let mut state = self.lock();
         if let Some(reason) = &state.closed {
@@ -370,11 +375,14 @@ impl PendingTable {
         if earlier {
             state.armed = Some(due_at);
         }
+        let alone = state.slots.len() == 1;
+        let sequential = alone && state.last_alone;
+        state.last_alone = alone;
         drop(state);
         if earlier {
             self.sweeper.notify_one();
         }
-        Ok(events)
+        Ok((events, sequential))
     }
 
     pub(crate) fn remove(&self, id: i64) {
@@ -660,10 +668,16 @@ mod tests {
         let table = PendingTable::default();
         let t0 = Instant::now();
         let secs = |n: u64| t0 + Duration::from_secs(n);
-        let slow = table.insert(1, None, deadline(t0, 5)).unwrap();
-        let quick = table.insert(2, None, deadline(t0, 1)).unwrap();
-        let ticking = table.insert(3, None, deadline(t0, 3)).unwrap();
-        let answered = table.insert(4, None, deadline(t0, 2)).unwrap();
+        let (first, sequential) = table.insert(9, None, deadline(t0, 5)).unwrap();
+        assert!(!sequential, "the first request follows none that was alone");
+        table.remove(9);
+        drop(first);
+        let (slow, sequential) = table.insert(1, None, deadline(t0, 5)).unwrap();
+        assert!(sequential, "alone, after one that was alone");
+        let (quick, sequential) = table.insert(2, None, deadline(t0, 1)).unwrap();
+        assert!(!sequential, "a second request in flight is not sequential");
+        let (ticking, _) = table.insert(3, None, deadline(t0, 3)).unwrap();
+        let (answered, _) = table.insert(4, None, deadline(t0, 2)).unwrap();
 
         assert_consistent(&table);
         assert_eq!(table.sweep(t0), Some(secs(1)));
@@ -719,7 +733,7 @@ mod tests {
             SessionError::MaxTotalExceeded { .. }
         ));
         let table = PendingTable::default();
-        let events = table.insert(1, None, unlimited).unwrap();
+        let (events, _) = table.insert(1, None, unlimited).unwrap();
         assert_eq!(
             table.sweep(now + Duration::from_secs(3600)),
             Some(unlimited.at())
@@ -733,10 +747,10 @@ mod tests {
         let t0 = Instant::now();
         let mut wakes = DeferredWakes::default();
         let token = r#""job""#.to_owned();
-        let first = table
+        let (first, _) = table
             .insert(1, Some(token.clone()), deadline(t0, 1))
             .unwrap();
-        let second = table
+        let (second, _) = table
             .insert(2, Some(token.clone()), deadline(t0, 9))
             .unwrap();
         // The first ends (here: its time is up); the token still reaches the second.
@@ -763,10 +777,10 @@ mod tests {
         let ended = CancellationToken::new();
         let sweeper = tokio::spawn(run_sweeper(table.clone(), ended.clone()));
         let t0 = Instant::now();
-        let long = table.insert(1, None, deadline(t0, 60)).unwrap();
+        let (long, _) = table.insert(1, None, deadline(t0, 60)).unwrap();
         tokio::time::sleep(Duration::from_secs(1)).await;
         // Filed after the sweeper went to sleep until 60 s: it must wake for this one.
-        let short = table.insert(2, None, deadline(Instant::now(), 2)).unwrap();
+        let (short, _) = table.insert(2, None, deadline(Instant::now(), 2)).unwrap();
         let woken = std::future::poll_fn(|cx| short.poll_next(cx));
         let event = tokio::time::timeout(Duration::from_secs(5), woken)
             .await

@@ -36,7 +36,7 @@ impl Stop {
         poll_fn(|cx| self.poll_stopped(cx)).await;
     }
 
-    fn poll_stopped(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_stopped(&self, cx: &mut Context<'_>) -> Poll<()> {
         if self.is_stopped() {
             return Poll::Ready(());
         }

@@ -7,9 +7,20 @@
 //! progress sent on behalf of its request is written apart from it
 //! ([`FrameWriter::flush_apart`]), so peers that lose progress arriving in the same read
 //! as the response are not made worse.
+//!
+//! Between batches the writer lends its transport to the caller of a lone request
+//! ([`DirectWrite`]): when nothing is queued, the caller writes its request with
+//! [`FrameWriter::try_write_now`], which never waits, instead of waking the writer to do
+//! it. A sequential call thus takes one thread hand-off fewer each way it goes out.
+//! Frames never overtake each other: a frame is written directly only while both queues
+//! are empty and the writer is idle. The writer takes a frame off a queue and the
+//! transport out of the sink under the sink's lock, and a direct write checks the
+//! queues under the same lock, so no frame is ever between the two unseen.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::future::poll_fn;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 
 use foldhash::fast::RandomState;
 use serde_json::value::RawValue;
@@ -18,7 +29,7 @@ use tokio::sync::mpsc;
 use super::Shared;
 use super::stop::Stop;
 use crate::error::CloseReason;
-use crate::transport::{FrameKind, FrameMeta, FrameWriter};
+use crate::transport::{FrameKind, FrameMeta, FrameWriter, WriteNow};
 use mcpflow_protocol::RequestId;
 
 /// Frames written between two flushes, at most.
@@ -39,8 +50,17 @@ pub(crate) struct Outbound {
     /// written in place, never copied into `bytes`.
     pub(crate) result: Option<Box<RawValue>>,
     pub(crate) meta: FrameMeta,
-    /// Not a message: end the stream of the request in `meta.related`.
-    pub(crate) end_stream: bool,
+    /// Not a message, when set: what the writer is asked to do instead.
+    pub(crate) signal: Option<Signal>,
+}
+
+/// An instruction to the writer that travels in order with the frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// End the stream of the request in `meta.related`.
+    EndStream,
+    /// Flush: a direct write left bytes the transport could not push at once.
+    Flush,
 }
 
 impl Outbound {
@@ -49,7 +69,113 @@ impl Outbound {
             bytes,
             result: None,
             meta,
-            end_stream: false,
+            signal: None,
+        }
+    }
+
+    /// A signal to the writer, queued behind the frames before it.
+    pub(crate) fn signal(signal: Signal, related: Option<RequestId>) -> Outbound {
+        Outbound {
+            signal: Some(signal),
+            ..Outbound::new(
+                Vec::new(),
+                FrameMeta {
+                    kind: FrameKind::Notification,
+                    related,
+                },
+            )
+        }
+    }
+}
+
+/// The transport's sending half while the writer is idle. The writer takes it out for
+/// each batch and puts it back after; a direct write uses it in place, under the lock,
+/// without waiting on anything. `None` while the writer has it, and once it is closed.
+pub(crate) type Sink<W> = Arc<Mutex<Option<W>>>;
+
+fn lock<W>(sink: &Mutex<Option<W>>) -> MutexGuard<'_, Option<W>> {
+    sink.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The writer task's hold on the sink. However the task ends (aborted too, even
+/// before it first runs), the transport goes with it when this drops: the session's
+/// handles that outlive the task must not keep the stream open.
+pub(crate) struct WriterSink<W>(pub(crate) Sink<W>);
+
+impl<W> Drop for WriterSink<W> {
+    fn drop(&mut self) {
+        drop(lock(&self.0).take());
+    }
+}
+
+/// What became of a direct write.
+#[derive(Debug)]
+pub(crate) enum Direct {
+    /// Taken by the transport (and flushed, or the writer was asked to flush).
+    Written,
+    /// Not taken: queue it.
+    Declined(Outbound),
+}
+
+/// Writes a frame from its sender's task when the writer is idle (see the module docs).
+pub(crate) trait DirectWrite: Send + Sync {
+    fn write_now(&self, frame: Outbound) -> Direct;
+}
+
+/// [`DirectWrite`] over the writer's own sink.
+pub(crate) struct DirectWriter<W> {
+    sink: Sink<W>,
+    /// The writer's queues; the outbound one also takes the flush signal after a
+    /// write the transport could not push at once.
+    control: mpsc::Sender<Outbound>,
+    outbound: mpsc::Sender<Outbound>,
+}
+
+impl<W> DirectWriter<W> {
+    pub(crate) fn new(
+        sink: &Sink<W>,
+        control: mpsc::Sender<Outbound>,
+        outbound: mpsc::Sender<Outbound>,
+    ) -> DirectWriter<W> {
+        DirectWriter {
+            sink: sink.clone(),
+            control,
+            outbound,
+        }
+    }
+}
+
+/// Whether a frame is in `queue`, or a sender holds room for one. Room comes back when
+/// the writer takes the frame, so this is a load, with no count kept per frame.
+fn holds_frames(queue: &mpsc::Sender<Outbound>) -> bool {
+    queue.capacity() != queue.max_capacity()
+}
+
+impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
+    fn write_now(&self, frame: Outbound) -> Direct {
+        if frame.result.is_some() || frame.signal.is_some() {
+            return Direct::Declined(frame);
+        }
+        // The writer has the sink for a whole batch; a frame queued before this one
+        // must go first.
+        let mut sink = lock(&self.sink);
+        let Some(writer) = sink.as_mut() else {
+            return Direct::Declined(frame);
+        };
+        if holds_frames(&self.control) || holds_frames(&self.outbound) {
+            return Direct::Declined(frame);
+        }
+        match writer.try_write_now(&frame.bytes, &frame.meta) {
+            WriteNow::Sent => Direct::Written,
+            WriteNow::Buffered => {
+                // When the queue is full the writer has a batch to write, and flushes
+                // after it.
+                let _ = self
+                    .outbound
+                    .try_send(Outbound::signal(Signal::Flush, None));
+                Direct::Written
+            }
+            WriteNow::Declined => Direct::Declined(frame),
         }
     }
 }
@@ -58,12 +184,17 @@ async fn write_one<W: FrameWriter>(
     writer: &mut W,
     mut frame: Outbound,
 ) -> Result<(), crate::error::TransportError> {
-    if frame.end_stream {
-        if let Some(request) = &frame.meta.related {
-            writer.flush().await?;
-            writer.end_stream(request).await;
+    match frame.signal {
+        Some(Signal::EndStream) => {
+            if let Some(request) = &frame.meta.related {
+                writer.flush().await?;
+                writer.end_stream(request).await;
+            }
+            return Ok(());
         }
-        return Ok(());
+        // The batch ends with a flush.
+        Some(Signal::Flush) => return Ok(()),
+        None => {}
     }
     match frame.result.take() {
         Some(result) => {
@@ -76,23 +207,20 @@ async fn write_one<W: FrameWriter>(
 }
 
 pub(crate) async fn run_writer<W: FrameWriter>(
-    mut writer: W,
+    sink: WriterSink<W>,
     mut control: mpsc::Receiver<Outbound>,
     mut outbound: mpsc::Receiver<Outbound>,
     stop: Arc<Stop>,
     shared: Arc<Shared>,
 ) {
+    let sink = &sink.0;
     // Requests with progress written on their behalf since their last flush apart.
     let mut notified = Notified::default();
     loop {
-        // Control first (the reader's replies must never wait behind user traffic),
-        // then user traffic, then the stop signal, which drains below.
-        let first = tokio::select! {
-            biased;
-            Some(frame) = control.recv() => frame,
-            Some(frame) = outbound.recv() => frame,
-            () = stop.stopped() => break,
-            else => break,
+        let (first, mut writer) = match next_frame(sink, &mut control, &mut outbound, &stop).await {
+            Next::Frame(frame, Some(writer)) => (frame, writer),
+            Next::Frame(_, None) => return,
+            Next::Stop => break,
         };
         let batch = write_batch(
             &mut writer,
@@ -106,8 +234,12 @@ pub(crate) async fn run_writer<W: FrameWriter>(
             writer.close().await;
             return;
         }
+        *lock(sink) = Some(writer);
     }
     // Closing: write what is already queued, then end the stream.
+    let Some(mut writer) = lock(sink).take() else {
+        return;
+    };
     let mut rest = Vec::new();
     while let Ok(frame) = control.try_recv() {
         rest.push(frame);
@@ -122,6 +254,44 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     }
     let _ = writer.flush().await;
     writer.close().await;
+}
+
+/// What the idle writer waits for.
+enum Next<W> {
+    /// A frame, with the transport taken out of the sink under the same lock (`None`
+    /// once the sink is closed).
+    Frame(Outbound, Option<W>),
+    /// The stop signal, or both queues closed: drain and close.
+    Stop,
+}
+
+/// Wait for the next frame: control first (the reader's replies must never wait behind
+/// user traffic), then user traffic, then the stop signal, which the caller drains.
+/// A frame leaves its queue and the transport leaves the sink under one lock, so a
+/// direct write sees either the frame still queued or the transport gone.
+async fn next_frame<W>(
+    sink: &Sink<W>,
+    control: &mut mpsc::Receiver<Outbound>,
+    outbound: &mut mpsc::Receiver<Outbound>,
+    stop: &Stop,
+) -> Next<W> {
+    poll_fn(|cx| {
+        let mut sink = lock(sink);
+        let mut closed = 0;
+        for queue in [&mut *control, &mut *outbound] {
+            match queue.poll_recv(cx) {
+                Poll::Ready(Some(frame)) => return Poll::Ready(Next::Frame(frame, sink.take())),
+                Poll::Ready(None) => closed += 1,
+                Poll::Pending => {}
+            }
+        }
+        drop(sink);
+        if closed == 2 || stop.poll_stopped(cx).is_ready() {
+            return Poll::Ready(Next::Stop);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Whether a notification frame is `notifications/progress`, as
@@ -149,7 +319,7 @@ async fn write_batch<W: FrameWriter>(
         };
         match (&frame.meta.kind, &frame.meta.related) {
             (FrameKind::Notification, Some(request))
-                if !frame.end_stream
+                if frame.signal.is_none()
                     && is_progress(&frame.bytes)
                     && !notified.contains(request) =>
             {

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 
 use super::lines::LineReader;
 use super::stream::LineWriter;
-use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 
@@ -371,6 +371,13 @@ impl FrameWriter for ChildWriter {
         match self.stdin()?.write_frame_parts(parts, meta).await {
             Ok(()) => Ok(()),
             Err(_) => Err(self.shared.exit_error().await),
+        }
+    }
+
+    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+        match &mut self.stdin {
+            Some(stdin) => stdin.try_write_now(frame, meta),
+            None => WriteNow::Declined,
         }
     }
 

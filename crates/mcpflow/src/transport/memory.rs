@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
 
-use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
 use crate::error::TransportError;
 
 /// One end of an in-memory connection.
@@ -126,6 +126,20 @@ impl Channel {
         }
     }
 
+    /// Queue `frame` if there is room now. A rendezvous (capacity 0) always waits for
+    /// the reader, so it never takes a frame here; nor does a closed channel, whose
+    /// error the writer reports.
+    fn try_send(&self, frame: &[u8]) -> WriteNow {
+        let mut state = self.lock();
+        if state.reader_closed || state.frames.len() >= self.capacity {
+            return WriteNow::Declined;
+        }
+        state.frames.push_back(frame.to_vec());
+        state.pushed += 1;
+        self.readable.notify_one();
+        WriteNow::Sent
+    }
+
     async fn recv(&self) -> Option<Vec<u8>> {
         loop {
             let notified = self.readable.notified();
@@ -177,6 +191,10 @@ impl FrameWriter for MemoryWriter {
         self.channel.send(frame.to_vec()).await
     }
 
+    fn try_write_now(&mut self, frame: &[u8], _meta: &FrameMeta) -> WriteNow {
+        self.channel.try_send(frame)
+    }
+
     async fn flush(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
@@ -191,5 +209,40 @@ impl Drop for MemoryWriter {
     fn drop(&mut self) {
         self.channel.lock().writer_closed = true;
         self.channel.readable.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::FrameKind;
+
+    #[tokio::test]
+    async fn a_frame_is_taken_now_only_where_it_needs_no_wait() {
+        let meta = FrameMeta {
+            kind: FrameKind::Request,
+            related: None,
+        };
+        let (rendezvous, _other) = MemoryTransport::pair(0);
+        let (_, mut writer) = rendezvous.split();
+        assert_eq!(writer.try_write_now(b"{}", &meta), WriteNow::Declined);
+
+        let (ours, theirs) = MemoryTransport::pair(1);
+        let (_, mut writer) = ours.split();
+        let (mut reader, _) = theirs.split();
+        assert_eq!(writer.try_write_now(b"[1]", &meta), WriteNow::Sent);
+        assert_eq!(
+            writer.try_write_now(b"[2]", &meta),
+            WriteNow::Declined,
+            "full"
+        );
+        let frame = reader.read_frame().await.expect("read");
+        assert!(matches!(frame, Some(InboundFrame::Message(f)) if f == b"[1]"));
+        drop(reader);
+        assert_eq!(
+            writer.try_write_now(b"[3]", &meta),
+            WriteNow::Declined,
+            "the reader is gone: the writer reports it"
+        );
     }
 }

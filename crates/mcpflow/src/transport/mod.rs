@@ -1,8 +1,10 @@
 //! Transports move frames (one JSON-RPC message or batch each) between peers.
 //!
 //! A [`Transport`] splits into a [`FrameReader`], owned by the session's reader task,
-//! and a [`FrameWriter`], owned by its single writer task. The session never shares
-//! either half, so transports need no locking.
+//! and a [`FrameWriter`], owned by its single writer task. Between the writer's
+//! batches, the session may lend the writer to a sequential caller for one
+//! [`FrameWriter::try_write_now`]; it is never used by two at once, so transports need
+//! no locking.
 //!
 //! Each outbound frame comes with a [`FrameMeta`]: what kind of message it is and which
 //! inbound request it relates to. Byte-stream transports ignore it; the HTTP transport
@@ -142,6 +144,39 @@ pub trait FrameWriter: Send + 'static {
         std::future::ready(())
     }
 
+    /// Take one whole frame and start pushing it to the peer, without waiting; or take
+    /// none of it. The session calls this for a sequential caller's request (the only
+    /// one in flight, after one that was alone too), while its writer is idle and
+    /// nothing is queued, so that the call goes out from its caller instead of through
+    /// a hand-off to the writer task. A transport
+    /// that takes the frame but cannot push all of it at once answers
+    /// [`WriteNow::Buffered`]; the session then has the writer [`flush`](Self::flush),
+    /// which also reports an error met here. The default takes nothing, and the frame
+    /// goes through the writer as usual.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use mcpflow::transport::{FrameKind, FrameMeta, FrameWriter, Transport, WriteNow};
+    /// use mcpflow::transport::StreamTransport;
+    /// use tokio::io::AsyncBufReadExt;
+    ///
+    /// let (ours, theirs) = tokio::io::duplex(1024);
+    /// let (read, write) = tokio::io::split(ours);
+    /// let (_reader, mut writer) = StreamTransport::new(read, write).split();
+    /// let meta = FrameMeta { kind: FrameKind::Request, related: None };
+    /// let frame = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    /// assert_eq!(writer.try_write_now(frame, &meta), WriteNow::Sent);
+    ///
+    /// let mut line = String::new();
+    /// tokio::io::BufReader::new(theirs).read_line(&mut line).await.unwrap();
+    /// assert_eq!(line.trim_end().as_bytes(), frame);
+    /// # }
+    /// ```
+    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+        let _ = (frame, meta);
+        WriteNow::Declined
+    }
+
     /// Push queued frames to the peer.
     fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 
@@ -158,6 +193,19 @@ pub trait FrameWriter: Send + 'static {
     /// End the outbound direction (close stdin of a child, end the stream) and release
     /// what the transport holds (reap a child process). Bounded in time.
     fn close(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// What [`FrameWriter::try_write_now`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteNow {
+    /// The frame was taken and pushed to the peer.
+    Sent,
+    /// The frame was taken, but not all of it reached the peer yet: the next
+    /// [`FrameWriter::flush`] pushes the rest (or reports why it cannot).
+    Buffered,
+    /// Nothing was taken: the frame goes through the writer.
+    Declined,
 }
 
 /// A bidirectional transport.

@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::lines::LineReader;
 use super::stream::LineWriter;
-use super::{FrameMeta, FrameWriter, Transport};
+use super::{FrameMeta, FrameWriter, Transport, WriteNow};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 use unix::NonBlocking;
@@ -105,6 +105,10 @@ impl FrameWriter for StdoutLines {
         meta: &FrameMeta,
     ) -> Result<(), TransportError> {
         self.lines.write_frame_parts(parts, meta).await
+    }
+
+    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+        self.lines.try_write_now(frame, meta)
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {

@@ -9,10 +9,13 @@
 //! # drop((transport, b)); }
 //! ```
 
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 
 use super::lines::LineReader;
-use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 
@@ -69,6 +72,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> FrameReader for LineReader<R> {
     }
 }
 
+/// Room for frames written between two flushes.
+const BUFFER_BYTES: usize = 64 * 1024;
+
 /// Writes one line per frame through a buffer; [`FrameWriter::flush`] pushes a batch.
 #[derive(Debug)]
 pub struct LineWriter<W: AsyncWrite> {
@@ -79,7 +85,7 @@ impl<W: AsyncWrite + Unpin + Send> LineWriter<W> {
     /// Wrap a byte sink.
     pub fn new(inner: W) -> Self {
         LineWriter {
-            inner: BufWriter::with_capacity(64 * 1024, inner),
+            inner: BufWriter::with_capacity(BUFFER_BYTES, inner),
         }
     }
 
@@ -106,6 +112,31 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
                 .map_err(|e| TransportError::io("writing to the peer", e))?;
         }
         Ok(())
+    }
+
+    fn try_write_now(&mut self, frame: &[u8], _meta: &FrameMeta) -> WriteNow {
+        // Only a frame that fits beside what is buffered: the buffer takes it whole
+        // without touching the sink.
+        if self.inner.buffer().len() + frame.len() + 1 > BUFFER_BYTES {
+            return WriteNow::Declined;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut inner = Pin::new(&mut self.inner);
+        for part in [frame, b"\n"] {
+            if !matches!(inner.as_mut().poll_write(&mut cx, part), Poll::Ready(Ok(n)) if n == part.len())
+            {
+                // Unreachable with room checked above; the frame may be half buffered,
+                // so it cannot be declined any more: the writer's flush reports the error.
+                return WriteNow::Buffered;
+            }
+        }
+        // One look, without waiting: a sink that takes the bytes at once sends them now;
+        // otherwise (or on an error, which the next flush reports) the writer's flush
+        // finishes the job. The buffer keeps what the sink did not take.
+        match inner.poll_flush(&mut cx) {
+            Poll::Ready(Ok(())) => WriteNow::Sent,
+            _ => WriteNow::Buffered,
+        }
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {

@@ -7,6 +7,8 @@ pub mod hostile;
 use std::future::Future;
 use std::time::Duration;
 
+use mcpflow::transport::lines::LineReader;
+use mcpflow::transport::stream::LineWriter;
 use mcpflow::transport::{
     FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport, StreamTransport,
     Transport,
@@ -114,6 +116,32 @@ pub fn pair(kind: Kind) -> (AnyTransport, AnyTransport) {
     }
 }
 
+/// A socket pair where this side's writer is `wrap` around the line writer (to record
+/// what the engine writes); the other side is a plain stream transport.
+pub fn wrapped_socket_pair<W: FrameWriter>(
+    wrap: impl FnOnce(LineWriter<tokio::net::unix::OwnedWriteHalf>) -> W,
+) -> (WrappedWriter<W>, AnyTransport) {
+    let (a, b) = tokio::net::UnixStream::pair().expect("socket pair");
+    let (ar, aw) = a.into_split();
+    let (br, bw) = b.into_split();
+    let ours = WrappedWriter(Some((
+        LineReader::new(ar, 1 << 20),
+        wrap(LineWriter::new(aw)),
+    )));
+    (ours, AnyTransport::Stream(StreamTransport::new(br, bw)))
+}
+
+/// A line transport over a socket whose writer is wrapped: see [`wrapped_socket_pair`].
+pub struct WrappedWriter<W>(Option<(LineReader<tokio::net::unix::OwnedReadHalf>, W)>);
+
+impl<W: FrameWriter> Transport for WrappedWriter<W> {
+    type Reader = LineReader<tokio::net::unix::OwnedReadHalf>;
+    type Writer = W;
+    fn split(mut self) -> (Self::Reader, W) {
+        self.0.take().expect("split once")
+    }
+}
+
 fn wrap((a, b): (MemoryTransport, MemoryTransport)) -> (AnyTransport, AnyTransport) {
     (AnyTransport::Memory(a), AnyTransport::Memory(b))
 }
@@ -173,6 +201,12 @@ impl FrameWriter for AnyWriter {
         match self {
             AnyWriter::Memory(w) => w.write_frame_parts(parts, meta).await,
             AnyWriter::Stream(w) => w.write_frame_parts(parts, meta).await,
+        }
+    }
+    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> mcpflow::transport::WriteNow {
+        match self {
+            AnyWriter::Memory(w) => w.try_write_now(frame, meta),
+            AnyWriter::Stream(w) => w.try_write_now(frame, meta),
         }
     }
     async fn flush(&mut self) -> Result<(), mcpflow::TransportError> {
