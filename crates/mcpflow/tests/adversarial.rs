@@ -181,6 +181,51 @@ async fn responses_in_any_layout_complete_their_requests_over(kind: Kind) {
     bounded("close", client.close()).await;
 }
 
+/// A response whose head is well formed but whose result is not (a member after it, a
+/// brace short): the call fails at once with an error that says so, instead of waiting
+/// for its timeout, and the connection keeps serving.
+#[tokio::test]
+async fn a_response_with_a_malformed_result_fails_its_call_at_once() {
+    for kind in ALL {
+        let (c, s) = pair(kind);
+        let tails = [
+            r#"{"content":[]},"error":{"code":1,"message":"m"}}"#,
+            r#"{"content":[{"type":"text","text":"x"}]}"#,
+        ];
+        let server = tokio::spawn(async move {
+            let mut peer = RawPeer::new(s);
+            peer.accept_initialize().await;
+            for tail in tails {
+                let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+                let head = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, call["id"]);
+                peer.send_text(&format!("{head}{tail}")).await;
+            }
+            let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+            peer.send(json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[{"type":"text","text":"fine"}]}}))
+                .await;
+            peer
+        });
+        let client = bounded("connect", Client::builder("t", "1").connect(c))
+            .await
+            .expect("connect");
+        for tail in tails {
+            let failed = bounded("a malformed result", client.call_tool("x", json!({}))).await;
+            match failed {
+                Err(SessionError::Codec { detail, .. }) => {
+                    assert!(detail.contains("result"), "{detail} ({tail} over {kind:?})");
+                }
+                other => panic!("{tail} over {kind:?}: {other:?}"),
+            }
+        }
+        let result = bounded("the next call", client.call_tool("x", json!({})))
+            .await
+            .expect("the connection keeps serving");
+        assert_eq!(result.content[0].as_text(), Some("fine"));
+        let _peer = bounded("server script", server).await.unwrap();
+        bounded("close", client.close()).await;
+    }
+}
+
 /// A server that never answers: the call times out (paused clock) and the
 /// connection stays usable.
 #[tokio::test(start_paused = true)]

@@ -53,6 +53,7 @@ use crate::transport::{FrameKind, FrameMeta, Transport};
 
 mod cancel;
 mod context;
+mod head;
 mod inbound;
 mod lane;
 mod pending;

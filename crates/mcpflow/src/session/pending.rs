@@ -149,7 +149,9 @@ const LARGE_FRAME_BYTES: usize = 64 * 1024;
 /// result is never copied before the caller decodes it), or a value of its own.
 #[derive(Debug)]
 pub(crate) enum ResultJson {
-    /// The frame's text and where the result lies in it.
+    /// The frame's text and where the result lies in it. The text there may not have
+    /// been checked yet (see `session::head`): whoever reads it parses all of it, with
+    /// `serde_json::from_str` or alike, which rejects anything after one value.
     InFrame {
         frame: String,
         range: std::ops::Range<usize>,

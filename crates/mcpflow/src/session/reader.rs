@@ -220,14 +220,18 @@ impl Router {
             Ok(text) => text,
             Err(e) => return Some(e.into_bytes()),
         };
-        let Some((id, range)) = peek_response(&text).and_then(|(id, result)| {
-            let start = result
-                .get()
-                .as_ptr()
-                .addr()
-                .checked_sub(text.as_ptr().addr())?;
-            Some((id, start..start + result.get().len()))
-        }) else {
+        // The usual head names the result without reading it; else the full parse.
+        let found = super::head::response_head(&text).or_else(|| {
+            peek_response(&text).and_then(|(id, result)| {
+                let start = result
+                    .get()
+                    .as_ptr()
+                    .addr()
+                    .checked_sub(text.as_ptr().addr())?;
+                Some((id, start..start + result.get().len()))
+            })
+        });
+        let Some((id, range)) = found else {
             return Some(text.into_bytes());
         };
         let result = match ResultJson::in_frame(text, range) {
@@ -299,7 +303,11 @@ impl Router {
     /// without building a message (a long call may get thousands of them). False, with
     /// nothing done, for anything else: the frame then takes the general path.
     fn progress_in_place(&mut self, bytes: &[u8]) -> bool {
-        // Only frames that name the method near their start pay for the extra look.
+        // A frame that opens with an id is no notification; of the others, only frames
+        // that name the method near their start pay for the extra look.
+        if bytes.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
+            return false;
+        }
         let head = &bytes[..bytes.len().min(160)];
         if PROGRESS_METHOD.find(head).is_none() {
             return false;

@@ -1,0 +1,201 @@
+//! A response read from its head alone, for the shape most peers write.
+//!
+//! [`peek_response`](mcpflow_protocol::jsonrpc::peek_response) parses the whole frame
+//! to find the result, and the caller then parses the result again to decode it. For
+//! a frame that starts `{"jsonrpc":"2.0","id":ID,"result":` (this SDK writes that, and
+//! so does the official Python SDK), the result is everything after that up to the
+//! frame's closing `}`, so it is found without reading it: the caller's decode is then
+//! the only pass over it.
+//!
+//! The result found this way is not checked here, and need not be: every reader of a
+//! result parses all of its text and rejects what follows a value. If the text
+//! between the head and the closing `}` is one JSON value, the frame is a well-formed
+//! response with exactly that result; if it is not (a member after the result, a
+//! brace missing, a second message), the caller's decode fails with that error
+//! instead of the response being dropped.
+
+use std::ops::Range;
+
+use mcpflow_protocol::RequestId;
+
+/// The id and the result's byte range of a response frame that starts with the head
+/// described in the module docs (whitespace allowed where JSON allows it) and whose
+/// result is an object; `None` for any other frame, which then takes the full parse.
+pub(crate) fn response_head(text: &str) -> Option<(RequestId, Range<usize>)> {
+    let mut head = Head {
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    // The compact form in one comparison; else token by token.
+    let compact = br#"{"jsonrpc":"2.0","id":"#;
+    if head.bytes.starts_with(compact) {
+        head.at = compact.len();
+    } else {
+        head.expect(b"{")?;
+        head.expect(br#""jsonrpc""#)?;
+        head.expect(b":")?;
+        head.expect(br#""2.0""#)?;
+        head.expect(b",")?;
+        head.expect(br#""id""#)?;
+        head.expect(b":")?;
+    }
+    let id = head.id()?;
+    head.expect(b",")?;
+    head.expect(br#""result""#)?;
+    head.expect(b":")?;
+    head.skip_whitespace();
+    let start = head.at;
+    if head.bytes.get(start) != Some(&b'{') {
+        return None;
+    }
+    // The frame's closing brace, and the result's last byte before it.
+    let body = trim_end(&head.bytes[start..]);
+    let body = trim_end(body.strip_suffix(b"}")?);
+    (!body.is_empty()).then(|| (id, start..start + body.len()))
+}
+
+/// A cursor over the head of a frame.
+struct Head<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Head<'_> {
+    fn skip_whitespace(&mut self) {
+        while self.bytes.get(self.at).is_some_and(|b| is_whitespace(*b)) {
+            self.at += 1;
+        }
+    }
+
+    /// Step over `token`, after any whitespace.
+    fn expect(&mut self, token: &[u8]) -> Option<()> {
+        self.skip_whitespace();
+        let rest = self.bytes.get(self.at..)?;
+        rest.starts_with(token).then(|| self.at += token.len())
+    }
+
+    /// An integer id in JSON's syntax, or a string id without escapes or control
+    /// characters. (Any other id takes the full parse.)
+    fn id(&mut self) -> Option<RequestId> {
+        self.skip_whitespace();
+        let rest = self.bytes.get(self.at..)?;
+        if let Some(string) = rest.strip_prefix(b"\"") {
+            let len = string.iter().position(|b| *b == b'"')?;
+            let id = &string[..len];
+            if id.iter().any(|b| *b == b'\\' || *b < 0x20) {
+                return None;
+            }
+            self.at += len + 2;
+            return Some(RequestId::string(std::str::from_utf8(id).ok()?));
+        }
+        let sign = usize::from(rest.first() == Some(&b'-'));
+        let digits = rest[sign..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        // JSON has no leading zeros; a fraction or exponent is not an integer id.
+        if digits == 0 || (digits > 1 && rest[sign] == b'0') {
+            return None;
+        }
+        let len = sign + digits;
+        if matches!(rest.get(len), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let id = RequestId::parse_integer(std::str::from_utf8(&rest[..len]).ok()?)?;
+        self.at += len;
+        Some(id)
+    }
+}
+
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn trim_end(bytes: &[u8]) -> &[u8] {
+    let kept = bytes
+        .iter()
+        .rposition(|b| !is_whitespace(*b))
+        .map_or(0, |i| i + 1);
+    &bytes[..kept]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpflow_protocol::jsonrpc::peek_response;
+
+    /// What the full parse makes of `frame`: the id and the result's range.
+    fn full(frame: &str) -> Option<(RequestId, Range<usize>)> {
+        let (id, result) = peek_response(frame)?;
+        let start = result.get().as_ptr().addr() - frame.as_ptr().addr();
+        Some((id, start..start + result.get().len()))
+    }
+
+    #[test]
+    fn finds_what_the_full_parse_finds_for_the_common_shape() {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"result":{"a":"}"}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","id":"abc-1","result":{"nested":{"x":[1,{}]}}}"#,
+            " { \"jsonrpc\" : \"2.0\" ,\n\"id\"\t: 12 , \"result\" :\r\n {\"a\" : 1} \n } \r\n",
+        ] {
+            let fast = response_head(frame);
+            assert!(fast.is_some(), "{frame}");
+            assert_eq!(fast, full(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn leaves_every_other_shape_to_the_full_parse() {
+        for frame in [
+            // Another order, or another member first.
+            r#"{"id":1,"jsonrpc":"2.0","result":{}}"#,
+            r#"{"result":{},"jsonrpc":"2.0","id":1}"#,
+            // Not a result, or not an object.
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":[]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#,
+            // Ids that are not plain integers or plain strings.
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":+1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1e3,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","#,
+            // Wrong version, or no closing brace.
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":"#,
+            "",
+        ] {
+            assert_eq!(response_head(frame), None, "{frame}");
+        }
+    }
+
+    /// A malformed tail is found as a result that does not parse: the caller's strict
+    /// decode then fails, where the full parse drops the frame.
+    #[test]
+    fn a_malformed_tail_leaves_a_result_that_does_not_parse() {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}} {"b":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}}"#,
+        ] {
+            assert_eq!(full(frame), None, "{frame}");
+            let (_, range) = response_head(frame).expect("the head matches");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&frame[range]).is_err(),
+                "{frame}"
+            );
+        }
+    }
+}
