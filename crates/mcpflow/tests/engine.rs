@@ -676,14 +676,29 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
 /// A response that follows progress sent for its request is written apart from it
 /// (`FrameWriter::flush_apart`), so clients that lose progress arriving in the same
 /// read as its response (the TypeScript SDK 1.x) get all of it; a response to a
-/// request that sent nothing, or only a log, is not.
+/// request that sent nothing, or only a log, is not. Those calls are sequential, so
+/// answers the writer need not keep apart go out directly (`try_write_now`).
 #[tokio::test]
 async fn a_response_after_its_requests_notifications_is_written_apart() {
+    use mcpflow::transport::WriteNow;
     use mcpflow::transport::stream::LineWriter;
 
     struct Recording {
         lines: LineWriter<tokio::net::unix::OwnedWriteHalf>,
         log: Arc<Mutex<Vec<String>>>,
+    }
+    impl Recording {
+        fn record(&self, path: &str, frame: &[u8], meta: &FrameMeta) {
+            let entry = match &meta.kind {
+                FrameKind::Response(_) => {
+                    let v: Value = serde_json::from_slice(frame).unwrap();
+                    format!("{path}response {}", v["id"])
+                }
+                FrameKind::Notification => format!("{path}notification"),
+                _ => format!("{path}other"),
+            };
+            self.log.lock().unwrap().push(entry);
+        }
     }
     impl FrameWriter for Recording {
         async fn write_frame(
@@ -691,16 +706,15 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             frame: &[u8],
             meta: &FrameMeta,
         ) -> Result<(), TransportError> {
-            let entry = match &meta.kind {
-                FrameKind::Response(_) => {
-                    let v: Value = serde_json::from_slice(frame).unwrap();
-                    format!("response {}", v["id"])
-                }
-                FrameKind::Notification => "notification".to_owned(),
-                _ => "other".to_owned(),
-            };
-            self.log.lock().unwrap().push(entry);
+            self.record("", frame, meta);
             self.lines.write_frame(frame, meta).await
+        }
+        fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+            let taken = self.lines.try_write_now(frame, meta);
+            if taken != WriteNow::Declined {
+                self.record("direct ", frame, meta);
+            }
+            taken
         }
         async fn flush(&mut self) -> Result<(), TransportError> {
             self.lines.flush().await
@@ -717,6 +731,11 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
         .tool(tool("chatty"), |_a, cx| async move {
             for i in 0..3 {
                 cx.progress(f64::from(i), Some(3.0), None).await.unwrap();
+            }
+            // Let the writer write them (one thread): the answer then finds the writer
+            // idle, and must still not go out directly.
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
             }
             Ok(CallToolResult::text("done"))
         })
@@ -746,22 +765,22 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             .expect("call");
     }
     let log = log.lock().unwrap().clone();
-    let chatty = log
-        .iter()
-        .position(|e| e == "response 2")
-        .expect("chatty answered");
-    let quiet = log
-        .iter()
-        .position(|e| e == "response 3")
-        .expect("quiet answered");
+    let answered = |id: &str| {
+        log.iter()
+            .position(|e| e.ends_with(&format!("response {id}")))
+            .unwrap_or_else(|| panic!("request {id} answered: {log:?}"))
+    };
+    let (chatty, quiet, logging) = (answered("2"), answered("3"), answered("4"));
+    // Through the writer, which keeps it apart: never directly.
+    assert_eq!(log[chatty], "response 2", "{log:?}");
     assert_eq!(log[chatty - 1], "apart", "{log:?}");
     assert_eq!(log[chatty - 2], "notification", "{log:?}");
     assert_ne!(log[quiet - 1], "apart", "{log:?}");
+    assert_eq!(
+        log[quiet], "direct response 3",
+        "a sequential answer: {log:?}"
+    );
     // A log is not lost with its response: no wait for it.
-    let logging = log
-        .iter()
-        .position(|e| e == "response 4")
-        .expect("logging answered");
     assert_eq!(log[logging - 1], "notification", "{log:?}");
     assert_eq!(log.iter().filter(|e| *e == "apart").count(), 1, "{log:?}");
     bounded("close", client.close()).await;

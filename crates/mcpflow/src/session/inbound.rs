@@ -23,7 +23,7 @@ use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 use super::cancel::RequestCancel;
-use super::writer::Outbound;
+use super::writer::{Direct, DirectWrite, Outbound};
 use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind, into_frame};
 use crate::transport::{FrameKind, FrameMeta};
 
@@ -49,6 +49,10 @@ pub(crate) struct Inbound {
     cancel_grace: std::time::Duration,
     /// The writer queue, for the answers.
     answers: mpsc::Sender<Outbound>,
+    /// The way past the writer queue, for a sequential peer's answers.
+    direct: Arc<dyn DirectWrite>,
+    /// Whether the last request to finish was the only one running then.
+    last_alone: AtomicBool,
 }
 
 /// Why a request was not admitted; the reader answers with this error.
@@ -63,6 +67,7 @@ impl Inbound {
         queue_capacity: usize,
         cancel_grace: std::time::Duration,
         answers: mpsc::Sender<Outbound>,
+        direct: Arc<dyn DirectWrite>,
     ) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::default()),
@@ -76,6 +81,8 @@ impl Inbound {
             aborting: AtomicBool::new(false),
             cancel_grace,
             answers,
+            direct,
+            last_alone: AtomicBool::new(false),
         })
     }
 
@@ -127,7 +134,20 @@ impl Inbound {
     /// Queue a handler's answer. Done at once when the writer queue has room (or the
     /// connection has ended); otherwise the returned future waits for room. Not an
     /// `async fn`, so the request task holds no state for a wait it rarely makes.
-    fn answer(&self, frame: Outbound) -> Option<BoxFuture<'static, ()>> {
+    ///
+    /// The answer to a sequential peer (its request was the only one running when it
+    /// finished, and so was the one before) is written at once when the writer is
+    /// idle, as a sequential caller's request is: one hand-off to the writer task fewer.
+    fn answer(&self, frame: Outbound, alone: bool) -> Option<BoxFuture<'static, ()>> {
+        let sequential = self.last_alone.swap(alone, Ordering::Relaxed) && alone;
+        let frame = if sequential {
+            match self.direct.write_now(frame) {
+                Direct::Written => return None,
+                Direct::Declined(frame) => frame,
+            }
+        } else {
+            frame
+        };
         match self.answers.try_send(frame) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
             Err(mpsc::error::TrySendError::Full(frame)) => {
@@ -410,7 +430,11 @@ async fn serve(
         .await;
     }
     // Free the id before answering: the peer may reuse it as soon as it reads the answer.
-    inbound.running().remove(&id);
+    let alone = {
+        let mut running = inbound.running();
+        running.remove(&id);
+        running.is_empty()
+    };
     drop(permit);
     // Cancelled by the peer or by close, even if the handler then returned: a
     // cancelled request is not answered.
@@ -430,7 +454,7 @@ async fn serve(
             into_frame(Message::error(Some(id), error), meta)
         }
     };
-    if let Some(wait) = inbound.answer(frame) {
+    if let Some(wait) = inbound.answer(frame, alone) {
         wait.await;
     }
 }

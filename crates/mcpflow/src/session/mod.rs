@@ -112,7 +112,7 @@ pub(crate) struct Shared {
     outbound: mpsc::Sender<Outbound>,
     control: mpsc::Sender<Outbound>,
     /// A lone request's way past the writer queue.
-    direct: Box<dyn DirectWrite>,
+    direct: Arc<dyn DirectWrite>,
     ended: CancellationToken,
     reason: OnceLock<CloseReason>,
     accept_batches: AtomicBool,
@@ -821,23 +821,25 @@ impl Session {
         // The control queue holds the reader's own replies; sized so a peer must flood
         // us while not reading before one is dropped.
         let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
-        let sink: writer::Sink<T::Writer> = Arc::new(std::sync::Mutex::new(Some(writer)));
+        let sink = writer::sink(writer);
+        let direct: Arc<dyn DirectWrite> = Arc::new(writer::DirectWriter::new(
+            &sink,
+            control_tx.clone(),
+            outbound_tx.clone(),
+        ));
         let inbound = Inbound::new(
             config.max_concurrent_requests.get(),
             config.request_queue_capacity,
             config.close_grace,
             outbound_tx.clone(),
+            direct.clone(),
         );
         let lane = NotificationLane::new(config.notification_lane_capacity.get());
         let shared = Arc::new(Shared {
             config,
             next_id: AtomicI64::new(1),
             pending: Arc::default(),
-            direct: Box::new(writer::DirectWriter::new(
-                &sink,
-                control_tx.clone(),
-                outbound_tx.clone(),
-            )),
+            direct,
             outbound: outbound_tx,
             control: control_tx,
             ended: CancellationToken::new(),

@@ -8,10 +8,11 @@
 //! ([`FrameWriter::flush_apart`]), so peers that lose progress arriving in the same read
 //! as the response are not made worse.
 //!
-//! Between batches the writer lends its transport to the caller of a lone request
-//! ([`DirectWrite`]): when nothing is queued, the caller writes its request with
-//! [`FrameWriter::try_write_now`], which never waits, instead of waking the writer to do
-//! it. A sequential call thus takes one thread hand-off fewer each way it goes out.
+//! Between batches the writer lends its transport to a sequential caller's request,
+//! and to the answer to a sequential peer's request ([`DirectWrite`]): when nothing is
+//! queued, the frame is written with [`FrameWriter::try_write_now`], which never waits,
+//! instead of waking the writer to do it. An answer after progress for its request is
+//! left to the writer, which writes it apart.
 //! Frames never overtake each other: a frame is written directly only while both queues
 //! are empty and the writer is idle. The writer takes a frame off a queue and the
 //! transport out of the sink under the sink's lock, and a direct write checks the
@@ -88,12 +89,27 @@ impl Outbound {
     }
 }
 
-/// The transport's sending half while the writer is idle. The writer takes it out for
-/// each batch and puts it back after; a direct write uses it in place, under the lock,
-/// without waiting on anything. `None` while the writer has it, and once it is closed.
-pub(crate) type Sink<W> = Arc<Mutex<Option<W>>>;
+/// What the writer holds between batches: the transport's sending half, and the
+/// requests with progress written on their behalf since their last flush apart.
+pub(crate) struct Idle<W> {
+    writer: W,
+    notified: Notified,
+}
 
-fn lock<W>(sink: &Mutex<Option<W>>) -> MutexGuard<'_, Option<W>> {
+/// The writer's state while it is idle. The writer takes it out for each batch and
+/// puts it back after; a direct write uses it in place, under the lock, without
+/// waiting on anything. `None` while the writer has it, and once it is closed.
+pub(crate) type Sink<W> = Arc<Mutex<Option<Idle<W>>>>;
+
+/// A sink holding `writer`.
+pub(crate) fn sink<W>(writer: W) -> Sink<W> {
+    Arc::new(Mutex::new(Some(Idle {
+        writer,
+        notified: Notified::default(),
+    })))
+}
+
+fn lock<W>(sink: &Mutex<Option<Idle<W>>>) -> MutexGuard<'_, Option<Idle<W>>> {
     sink.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -159,10 +175,17 @@ impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
         // The writer has the sink for a whole batch; a frame queued before this one
         // must go first.
         let mut sink = lock(&self.sink);
-        let Some(writer) = sink.as_mut() else {
+        let Some(Idle { writer, notified }) = sink.as_mut() else {
             return Direct::Declined(frame);
         };
         if holds_frames(&self.control) || holds_frames(&self.outbound) {
+            return Direct::Declined(frame);
+        }
+        // An answer after progress for its request is written apart, by the writer.
+        if let FrameKind::Response(Some(id)) = &frame.meta.kind
+            && !notified.is_empty()
+            && notified.contains(id)
+        {
             return Direct::Declined(frame);
         }
         match writer.try_write_now(&frame.bytes, &frame.meta) {
@@ -214,30 +237,28 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     shared: Arc<Shared>,
 ) {
     let sink = &sink.0;
-    // Requests with progress written on their behalf since their last flush apart.
-    let mut notified = Notified::default();
     loop {
-        let (first, mut writer) = match next_frame(sink, &mut control, &mut outbound, &stop).await {
-            Next::Frame(frame, Some(writer)) => (frame, writer),
+        let (first, mut idle) = match next_frame(sink, &mut control, &mut outbound, &stop).await {
+            Next::Frame(frame, Some(idle)) => (frame, idle),
             Next::Frame(_, None) => return,
             Next::Stop => break,
         };
         let batch = write_batch(
-            &mut writer,
+            &mut idle.writer,
             first,
             &mut control,
             &mut outbound,
-            &mut notified,
+            &mut idle.notified,
         );
         if let Err(e) = batch.await {
             shared.shutdown(CloseReason::Transport(e));
-            writer.close().await;
+            idle.writer.close().await;
             return;
         }
-        *lock(sink) = Some(writer);
+        *lock(sink) = Some(idle);
     }
     // Closing: write what is already queued, then end the stream.
-    let Some(mut writer) = lock(sink).take() else {
+    let Some(Idle { mut writer, .. }) = lock(sink).take() else {
         return;
     };
     let mut rest = Vec::new();
@@ -258,9 +279,9 @@ pub(crate) async fn run_writer<W: FrameWriter>(
 
 /// What the idle writer waits for.
 enum Next<W> {
-    /// A frame, with the transport taken out of the sink under the same lock (`None`
-    /// once the sink is closed).
-    Frame(Outbound, Option<W>),
+    /// A frame, with the writer's state taken out of the sink under the same lock
+    /// (`None` once the sink is closed).
+    Frame(Outbound, Option<Idle<W>>),
     /// The stop signal, or both queues closed: drain and close.
     Stop,
 }
