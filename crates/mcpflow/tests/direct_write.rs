@@ -7,12 +7,11 @@ mod common;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Poll;
 
-use common::{Kind, RawPeer, bounded, pair};
+use common::{Kind, RawPeer, Written, bounded, pair};
 use mcpflow::RequestOptions;
-use mcpflow::TransportError;
 use mcpflow::protocol::jsonrpc::{Notification, Request};
 use mcpflow::protocol::{ErrorCode, ErrorObject};
 use mcpflow::session::{BoxFuture, Peer, Reply, RequestContext, Service, Session};
@@ -93,50 +92,12 @@ async fn a_lone_request_never_overtakes_a_frame_queued_before_it() {
     bounded("close", session.close()).await;
 }
 
-/// Which path each frame took.
-struct Recording {
-    lines: LineWriter<tokio::net::unix::OwnedWriteHalf>,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Recording {
-    fn record(&self, path: &str, frame: &[u8]) {
-        let v: Value = serde_json::from_slice(frame).expect("JSON");
-        let what = v["method"].as_str().unwrap_or("answer").to_owned();
-        self.log.lock().unwrap().push(format!("{path} {what}"));
-    }
-}
-
-impl FrameWriter for Recording {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
-        self.record("queued", frame);
-        self.lines.write_frame(frame, meta).await
-    }
-    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
-        let taken = self.lines.try_write_now(frame, meta);
-        if taken != WriteNow::Declined {
-            self.record("direct", frame);
-        }
-        taken
-    }
-    async fn flush(&mut self) -> Result<(), TransportError> {
-        self.lines.flush().await
-    }
-    async fn close(&mut self) {
-        self.lines.close().await;
-    }
-}
-
 /// Only a sequential caller's request goes out from its caller: the first request of
 /// the connection and the first of a burst are queued (the writer batches a burst), and
 /// so is one sent while another is pending.
 #[tokio::test]
 async fn only_a_sequential_request_is_written_by_its_caller() {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let (transport, theirs) = common::wrapped_socket_pair(|lines| Recording {
-        lines,
-        log: log.clone(),
-    });
+    let (transport, theirs, log) = common::recording_socket_pair();
     let session = Session::start(transport, Arc::new(NoHandlers), Default::default());
     let mut raw = RawPeer::new(theirs);
     let call = |method: &'static str| {
@@ -188,7 +149,22 @@ async fn only_a_sequential_request_is_written_by_its_caller() {
             .expect("answered");
     }
 
-    let log = log.lock().unwrap().clone();
+    // Which path each frame took.
+    let log: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|written| match written {
+            Written::Frame {
+                direct, message, ..
+            } => {
+                let path = if *direct { "direct" } else { "queued" };
+                let what = message["method"].as_str().unwrap_or("answer");
+                Some(format!("{path} {what}"))
+            }
+            Written::Apart => None,
+        })
+        .collect();
     let requests: Vec<_> = log.iter().filter(|e| e.contains("test/")).collect();
     assert_eq!(
         requests,

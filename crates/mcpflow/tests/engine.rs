@@ -680,53 +680,6 @@ async fn writer_batches_frames_and_flushes_once_per_batch() {
 /// answers the writer need not keep apart go out directly (`try_write_now`).
 #[tokio::test]
 async fn a_response_after_its_requests_notifications_is_written_apart() {
-    use mcpflow::transport::WriteNow;
-    use mcpflow::transport::stream::LineWriter;
-
-    struct Recording {
-        lines: LineWriter<tokio::net::unix::OwnedWriteHalf>,
-        log: Arc<Mutex<Vec<String>>>,
-    }
-    impl Recording {
-        fn record(&self, path: &str, frame: &[u8], meta: &FrameMeta) {
-            let entry = match &meta.kind {
-                FrameKind::Response(_) => {
-                    let v: Value = serde_json::from_slice(frame).unwrap();
-                    format!("{path}response {}", v["id"])
-                }
-                FrameKind::Notification => format!("{path}notification"),
-                _ => format!("{path}other"),
-            };
-            self.log.lock().unwrap().push(entry);
-        }
-    }
-    impl FrameWriter for Recording {
-        async fn write_frame(
-            &mut self,
-            frame: &[u8],
-            meta: &FrameMeta,
-        ) -> Result<(), TransportError> {
-            self.record("", frame, meta);
-            self.lines.write_frame(frame, meta).await
-        }
-        fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
-            let taken = self.lines.try_write_now(frame, meta);
-            if taken != WriteNow::Declined {
-                self.record("direct ", frame, meta);
-            }
-            taken
-        }
-        async fn flush(&mut self) -> Result<(), TransportError> {
-            self.lines.flush().await
-        }
-        async fn flush_apart(&mut self) -> Result<(), TransportError> {
-            self.log.lock().unwrap().push("apart".to_owned());
-            self.lines.flush().await
-        }
-        async fn close(&mut self) {
-            self.lines.close().await;
-        }
-    }
     let server = Server::builder("apart", "1")
         .tool(tool("chatty"), |_a, cx| async move {
             for i in 0..3 {
@@ -747,11 +700,7 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             Ok(CallToolResult::text("done"))
         })
         .build();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let (transport, theirs) = common::wrapped_socket_pair(|lines| Recording {
-        lines,
-        log: log.clone(),
-    });
+    let (transport, theirs, log) = common::recording_socket_pair();
     let _running = server.serve(transport);
     let client = bounded("connect", Client::builder("t", "1").connect(theirs))
         .await
@@ -764,7 +713,26 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             .await
             .expect("call");
     }
-    let log = log.lock().unwrap().clone();
+    let log: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|written| match written {
+            common::Written::Frame {
+                direct,
+                kind,
+                message,
+            } => {
+                let path = if *direct { "direct " } else { "" };
+                match kind {
+                    FrameKind::Response(_) => format!("{path}response {}", message["id"]),
+                    FrameKind::Notification => format!("{path}notification"),
+                    _ => format!("{path}other"),
+                }
+            }
+            common::Written::Apart => "apart".to_owned(),
+        })
+        .collect();
     let answered = |id: &str| {
         log.iter()
             .position(|e| e.ends_with(&format!("response {id}")))

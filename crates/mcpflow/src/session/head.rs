@@ -18,18 +18,22 @@ use std::ops::Range;
 
 use mcpflow_protocol::RequestId;
 
+/// How this SDK opens every request and response it writes, and most peers do: such a
+/// frame is no notification, and is a response exactly when `"result"` or `"error"`
+/// comes next.
+pub(crate) const ID_FIRST: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+
 /// The id and the result's byte range of a response frame that starts with the head
 /// described in the module docs (whitespace allowed where JSON allows it) and whose
 /// result is an object; `None` for any other frame, which then takes the full parse.
-pub(crate) fn response_head(text: &str) -> Option<(RequestId, Range<usize>)> {
+pub(crate) fn response_head(frame: &[u8]) -> Option<(RequestId, Range<usize>)> {
     let mut head = Head {
-        bytes: text.as_bytes(),
+        bytes: frame,
         at: 0,
     };
     // The compact form in one comparison; else token by token.
-    let compact = br#"{"jsonrpc":"2.0","id":"#;
-    if head.bytes.starts_with(compact) {
-        head.at = compact.len();
+    if head.bytes.starts_with(ID_FIRST) {
+        head.at = ID_FIRST.len();
     } else {
         head.expect(b"{")?;
         head.expect(br#""jsonrpc""#)?;
@@ -141,7 +145,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"abc-1","result":{"nested":{"x":[1,{}]}}}"#,
             " { \"jsonrpc\" : \"2.0\" ,\n\"id\"\t: 12 , \"result\" :\r\n {\"a\" : 1} \n } \r\n",
         ] {
-            let fast = response_head(frame);
+            let fast = response_head(frame.as_bytes());
             assert!(fast.is_some(), "{frame}");
             assert_eq!(fast, full(frame), "{frame}");
         }
@@ -174,7 +178,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"result":"#,
             "",
         ] {
-            assert_eq!(response_head(frame), None, "{frame}");
+            assert_eq!(response_head(frame.as_bytes()), None, "{frame}");
         }
     }
 
@@ -191,7 +195,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}}"#,
         ] {
             assert_eq!(full(frame), None, "{frame}");
-            let (_, range) = response_head(frame).expect("the head matches");
+            let (_, range) = response_head(frame.as_bytes()).expect("the head matches");
             assert!(
                 serde_json::from_str::<serde_json::Value>(&frame[range]).is_err(),
                 "{frame}"

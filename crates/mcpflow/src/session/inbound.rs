@@ -23,7 +23,7 @@ use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 use super::cancel::RequestCancel;
-use super::writer::{Direct, DirectWrite, Outbound};
+use super::writer::{Direct, DirectWrite, Outbound, Sequential};
 use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind, into_frame};
 use crate::transport::{FrameKind, FrameMeta};
 
@@ -51,8 +51,9 @@ pub(crate) struct Inbound {
     answers: mpsc::Sender<Outbound>,
     /// The way past the writer queue, for a sequential peer's answers.
     direct: Arc<dyn DirectWrite>,
-    /// Whether the last request to finish was the only one running then.
-    last_alone: AtomicBool,
+    /// Whether the peer looks sequential: each request the only one running as it
+    /// finishes.
+    sequential: Sequential,
 }
 
 /// Why a request was not admitted; the reader answers with this error.
@@ -82,7 +83,7 @@ impl Inbound {
             cancel_grace,
             answers,
             direct,
-            last_alone: AtomicBool::new(false),
+            sequential: Sequential::default(),
         })
     }
 
@@ -139,8 +140,7 @@ impl Inbound {
     /// finished, and so was the one before) is written at once when the writer is
     /// idle, as a sequential caller's request is: one hand-off to the writer task fewer.
     fn answer(&self, frame: Outbound, alone: bool) -> Option<BoxFuture<'static, ()>> {
-        let sequential = self.last_alone.swap(alone, Ordering::Relaxed) && alone;
-        let frame = if sequential {
+        let frame = if self.sequential.next(alone) {
             match self.direct.write_now(frame) {
                 Direct::Written => return None,
                 Direct::Declined(frame) => frame,

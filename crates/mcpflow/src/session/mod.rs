@@ -111,7 +111,8 @@ pub(crate) struct Shared {
     pending: Arc<PendingTable>,
     outbound: mpsc::Sender<Outbound>,
     control: mpsc::Sender<Outbound>,
-    /// A lone request's way past the writer queue.
+    /// The way past the writer queues, for a sequential caller's requests (the
+    /// inbound table holds it too, for answers).
     direct: Arc<dyn DirectWrite>,
     ended: CancellationToken,
     reason: OnceLock<CloseReason>,

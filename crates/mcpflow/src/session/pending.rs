@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::writer::Sequential;
 use crate::error::{CloseReason, SessionError, TransportError};
 
 /// One progress report for a request.
@@ -326,8 +327,6 @@ struct TableState {
     /// What the sweeper sleeps until (`None`: until it is woken).
     armed: Option<Instant>,
     closed: Option<CloseReason>,
-    /// Whether the last request filed was the only one pending then.
-    last_alone: bool,
 }
 
 /// Outbound requests awaiting their answer, keyed by our (integer) request id.
@@ -336,6 +335,9 @@ pub(crate) struct PendingTable {
     state: Mutex<TableState>,
     /// Wakes the sweeper when a request is due before what it sleeps until.
     sweeper: Notify,
+    /// Whether the caller looks sequential (read under the state's lock, so requests
+    /// are seen in the order they are filed).
+    sequential: Sequential,
 }
 
 impl PendingTable {
@@ -377,9 +379,7 @@ impl PendingTable {
         if earlier {
             state.armed = Some(due_at);
         }
-        let alone = state.slots.len() == 1;
-        let sequential = alone && state.last_alone;
-        state.last_alone = alone;
+        let sequential = self.sequential.next(state.slots.len() == 1);
         drop(state);
         if earlier {
             self.sweeper.notify_one();

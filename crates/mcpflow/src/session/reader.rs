@@ -23,6 +23,7 @@ use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::head;
 use super::inbound::{NewRequests, Refusal};
 use super::pending::{DeferredWakes, Failure, ProgressUpdate, ResultJson};
 use super::{Peer, Service, Shared};
@@ -210,29 +211,29 @@ impl Router {
     /// frame, so the caller decodes it from there and a large result is never copied.
     /// Gives the frame back, with nothing done, for anything else.
     fn response_in_place(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
-        // Responses name `result` near their start (after the id, or first); other
-        // frames skip the extra look.
-        let head = &bytes[..bytes.len().min(160)];
-        if RESULT_KEY.find(head).is_none() {
+        // The usual head names the result without reading it; a frame that opens with
+        // it and does not match goes to the full decode, which answers requests and
+        // completes any other response. Other frames that name `result` near their
+        // start (after the id, or first) take the full parse here.
+        let (text, id, range) = if bytes.starts_with(head::ID_FIRST) {
+            let Some((id, range)) = head::response_head(&bytes) else {
+                return Some(bytes);
+            };
+            match String::from_utf8(bytes) {
+                Ok(text) => (text, id, range),
+                Err(e) => return Some(e.into_bytes()),
+            }
+        } else if RESULT_KEY.find(&bytes[..bytes.len().min(160)]).is_some() {
+            let text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => return Some(e.into_bytes()),
+            };
+            let Some((id, range)) = result_range(&text) else {
+                return Some(text.into_bytes());
+            };
+            (text, id, range)
+        } else {
             return Some(bytes);
-        }
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => return Some(e.into_bytes()),
-        };
-        // The usual head names the result without reading it; else the full parse.
-        let found = super::head::response_head(&text).or_else(|| {
-            peek_response(&text).and_then(|(id, result)| {
-                let start = result
-                    .get()
-                    .as_ptr()
-                    .addr()
-                    .checked_sub(text.as_ptr().addr())?;
-                Some((id, start..start + result.get().len()))
-            })
-        });
-        let Some((id, range)) = found else {
-            return Some(text.into_bytes());
         };
         let result = match ResultJson::in_frame(text, range) {
             Ok(result) => result,
@@ -305,7 +306,7 @@ impl Router {
     fn progress_in_place(&mut self, bytes: &[u8]) -> bool {
         // A frame that opens with an id is no notification; of the others, only frames
         // that name the method near their start pay for the extra look.
-        if bytes.starts_with(br#"{"jsonrpc":"2.0","id":"#) {
+        if bytes.starts_with(head::ID_FIRST) {
             return false;
         }
         let head = &bytes[..bytes.len().min(160)];
@@ -384,6 +385,17 @@ impl Router {
         let kind = FrameKind::Response(id.clone());
         replies.push(super::outbound(&Message::error(id, error), kind));
     }
+}
+
+/// The id of a response and where its result lies in `text`, by the full parse.
+fn result_range(text: &str) -> Option<(RequestId, std::ops::Range<usize>)> {
+    let (id, result) = peek_response(text)?;
+    let start = result
+        .get()
+        .as_ptr()
+        .addr()
+        .checked_sub(text.as_ptr().addr())?;
+    Some((id, start..start + result.get().len()))
 }
 
 /// Read a progress notification once: the JSON text of its `progressToken` (when that is

@@ -20,6 +20,7 @@
 
 use std::collections::HashSet;
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 
@@ -124,6 +125,19 @@ impl<W> Drop for WriterSink<W> {
     }
 }
 
+/// Whether a sender looks sequential, for a direct write: its frame is the only one of
+/// its kind in flight, and so was the one before it. The first frame of a burst is
+/// alone too, but follows one that was not, so a burst is left to the writer to batch.
+#[derive(Debug, Default)]
+pub(crate) struct Sequential(AtomicBool);
+
+impl Sequential {
+    /// Record whether this frame is `alone`; whether the sender looks sequential.
+    pub(crate) fn next(&self, alone: bool) -> bool {
+        self.0.swap(alone, Ordering::Relaxed) && alone
+    }
+}
+
 /// What became of a direct write.
 #[derive(Debug)]
 pub(crate) enum Direct {
@@ -169,7 +183,8 @@ fn holds_frames(queue: &mpsc::Sender<Outbound>) -> bool {
 
 impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
     fn write_now(&self, frame: Outbound) -> Direct {
-        if frame.result.is_some() || frame.signal.is_some() {
+        // A large result is written in place by the writer (`write_response_parts`).
+        if frame.result.is_some() {
             return Direct::Declined(frame);
         }
         // The writer has the sink for a whole batch; a frame queued before this one
@@ -238,10 +253,10 @@ pub(crate) async fn run_writer<W: FrameWriter>(
 ) {
     let sink = &sink.0;
     loop {
-        let (first, mut idle) = match next_frame(sink, &mut control, &mut outbound, &stop).await {
-            Next::Frame(frame, Some(idle)) => (frame, idle),
-            Next::Frame(_, None) => return,
-            Next::Stop => break,
+        let Next::Frame(first, mut idle) =
+            next_frame(sink, &mut control, &mut outbound, &stop).await
+        else {
+            break;
         };
         let batch = write_batch(
             &mut idle.writer,
@@ -279,9 +294,8 @@ pub(crate) async fn run_writer<W: FrameWriter>(
 
 /// What the idle writer waits for.
 enum Next<W> {
-    /// A frame, with the writer's state taken out of the sink under the same lock
-    /// (`None` once the sink is closed).
-    Frame(Outbound, Option<Idle<W>>),
+    /// A frame, with the writer's state taken out of the sink under the same lock.
+    Frame(Outbound, Idle<W>),
     /// The stop signal, or both queues closed: drain and close.
     Stop,
 }
@@ -301,7 +315,13 @@ async fn next_frame<W>(
         let mut closed = 0;
         for queue in [&mut *control, &mut *outbound] {
             match queue.poll_recv(cx) {
-                Poll::Ready(Some(frame)) => return Poll::Ready(Next::Frame(frame, sink.take())),
+                Poll::Ready(Some(frame)) => {
+                    return Poll::Ready(match sink.take() {
+                        Some(idle) => Next::Frame(frame, idle),
+                        // Not while this task runs: only it takes the state out.
+                        None => Next::Stop,
+                    });
+                }
                 Poll::Ready(None) => closed += 1,
                 Poll::Pending => {}
             }

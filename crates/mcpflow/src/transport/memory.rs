@@ -110,10 +110,7 @@ impl Channel {
                 }
                 if let Some(f) = frame.take() {
                     if state.frames.len() < self.capacity.max(1) {
-                        state.frames.push_back(f);
-                        state.pushed += 1;
-                        ticket = state.pushed;
-                        self.readable.notify_one();
+                        ticket = self.push(&mut state, f);
                     } else {
                         frame = Some(f);
                     }
@@ -134,10 +131,16 @@ impl Channel {
         if state.reader_closed || state.frames.len() >= self.capacity {
             return WriteNow::Declined;
         }
-        state.frames.push_back(frame.to_vec());
+        self.push(&mut state, frame.to_vec());
+        WriteNow::Sent
+    }
+
+    /// Queue `frame` (there is room) and wake the reader; the frame's ticket.
+    fn push(&self, state: &mut State, frame: Vec<u8>) -> u64 {
+        state.frames.push_back(frame);
         state.pushed += 1;
         self.readable.notify_one();
-        WriteNow::Sent
+        state.pushed
     }
 
     async fn recv(&self) -> Option<Vec<u8>> {

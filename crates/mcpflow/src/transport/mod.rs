@@ -2,7 +2,7 @@
 //!
 //! A [`Transport`] splits into a [`FrameReader`], owned by the session's reader task,
 //! and a [`FrameWriter`], owned by its single writer task. Between the writer's
-//! batches, the session may lend the writer to a sequential caller for one
+//! batches, the session may lend the writer to another task for one
 //! [`FrameWriter::try_write_now`]; it is never used by two at once, so transports need
 //! no locking.
 //!
@@ -146,13 +146,13 @@ pub trait FrameWriter: Send + 'static {
 
     /// Take one whole frame and start pushing it to the peer, without waiting; or take
     /// none of it. The session calls this for a sequential caller's request (the only
-    /// one in flight, after one that was alone too), while its writer is idle and
-    /// nothing is queued, so that the call goes out from its caller instead of through
-    /// a hand-off to the writer task. A transport
-    /// that takes the frame but cannot push all of it at once answers
-    /// [`WriteNow::Buffered`]; the session then has the writer [`flush`](Self::flush),
-    /// which also reports an error met here. The default takes nothing, and the frame
-    /// goes through the writer as usual.
+    /// one in flight, after one that was alone too) and for the answer to a sequential
+    /// peer's request, while its writer is idle and nothing is queued, so that the
+    /// frame goes out from the task that made it instead of through a hand-off to the
+    /// writer task. A transport that takes the frame but cannot push all of it at once
+    /// answers [`WriteNow::Buffered`]; the session then has the writer
+    /// [`flush`](Self::flush), which also reports an error met here. The default takes
+    /// nothing, and the frame goes through the writer as usual.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {

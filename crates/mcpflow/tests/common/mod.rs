@@ -5,6 +5,7 @@
 pub mod hostile;
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpflow::transport::lines::LineReader;
@@ -116,30 +117,95 @@ pub fn pair(kind: Kind) -> (AnyTransport, AnyTransport) {
     }
 }
 
-/// A socket pair where this side's writer is `wrap` around the line writer (to record
-/// what the engine writes); the other side is a plain stream transport.
-pub fn wrapped_socket_pair<W: FrameWriter>(
-    wrap: impl FnOnce(LineWriter<tokio::net::unix::OwnedWriteHalf>) -> W,
-) -> (WrappedWriter<W>, AnyTransport) {
+/// What a [`RecordingWriter`] saw, in order.
+#[derive(Debug)]
+pub enum Written {
+    /// A frame: through the writer task (`write_frame`) or directly (`try_write_now`).
+    Frame {
+        direct: bool,
+        kind: FrameKind,
+        message: Value,
+    },
+    /// A `flush_apart`.
+    Apart,
+}
+
+/// A line writer over a socket that logs what the engine writes through it.
+pub struct RecordingWriter {
+    lines: LineWriter<tokio::net::unix::OwnedWriteHalf>,
+    log: Arc<Mutex<Vec<Written>>>,
+}
+
+impl RecordingWriter {
+    fn record(&self, direct: bool, frame: &[u8], meta: &FrameMeta) {
+        let message = serde_json::from_slice(frame).expect("the engine writes JSON");
+        self.log.lock().expect("the log").push(Written::Frame {
+            direct,
+            kind: meta.kind.clone(),
+            message,
+        });
+    }
+}
+
+impl FrameWriter for RecordingWriter {
+    async fn write_frame(
+        &mut self,
+        frame: &[u8],
+        meta: &FrameMeta,
+    ) -> Result<(), mcpflow::TransportError> {
+        self.record(false, frame, meta);
+        self.lines.write_frame(frame, meta).await
+    }
+    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> mcpflow::transport::WriteNow {
+        let taken = self.lines.try_write_now(frame, meta);
+        if taken != mcpflow::transport::WriteNow::Declined {
+            self.record(true, frame, meta);
+        }
+        taken
+    }
+    async fn flush(&mut self) -> Result<(), mcpflow::TransportError> {
+        self.lines.flush().await
+    }
+    async fn flush_apart(&mut self) -> Result<(), mcpflow::TransportError> {
+        self.log.lock().expect("the log").push(Written::Apart);
+        self.lines.flush().await
+    }
+    async fn close(&mut self) {
+        self.lines.close().await;
+    }
+}
+
+/// A line transport over a socket that records what is written on it: see
+/// [`recording_socket_pair`].
+pub struct RecordingTransport(
+    Option<(LineReader<tokio::net::unix::OwnedReadHalf>, RecordingWriter)>,
+);
+
+impl Transport for RecordingTransport {
+    type Reader = LineReader<tokio::net::unix::OwnedReadHalf>;
+    type Writer = RecordingWriter;
+    fn split(mut self) -> (Self::Reader, RecordingWriter) {
+        self.0.take().expect("split once")
+    }
+}
+
+/// A socket pair whose first side logs what the engine writes on it (the log is the
+/// third value); the other side is a plain stream transport.
+pub fn recording_socket_pair() -> (RecordingTransport, AnyTransport, Arc<Mutex<Vec<Written>>>) {
     let (a, b) = tokio::net::UnixStream::pair().expect("socket pair");
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();
-    let ours = WrappedWriter(Some((
-        LineReader::new(ar, 1 << 20),
-        wrap(LineWriter::new(aw)),
-    )));
-    (ours, AnyTransport::Stream(StreamTransport::new(br, bw)))
-}
-
-/// A line transport over a socket whose writer is wrapped: see [`wrapped_socket_pair`].
-pub struct WrappedWriter<W>(Option<(LineReader<tokio::net::unix::OwnedReadHalf>, W)>);
-
-impl<W: FrameWriter> Transport for WrappedWriter<W> {
-    type Reader = LineReader<tokio::net::unix::OwnedReadHalf>;
-    type Writer = W;
-    fn split(mut self) -> (Self::Reader, W) {
-        self.0.take().expect("split once")
-    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let writer = RecordingWriter {
+        lines: LineWriter::new(aw),
+        log: log.clone(),
+    };
+    let ours = RecordingTransport(Some((LineReader::new(ar, 1 << 20), writer)));
+    (
+        ours,
+        AnyTransport::Stream(StreamTransport::new(br, bw)),
+        log,
+    )
 }
 
 fn wrap((a, b): (MemoryTransport, MemoryTransport)) -> (AnyTransport, AnyTransport) {
