@@ -123,12 +123,14 @@ impl Inbound {
         } else if self.closing.load(Ordering::SeqCst) {
             token.cancel();
         }
-        let service = service.clone();
         let peer = peer.with_related(request.id.clone());
-        // Boxed, so it can become a task of its own after its first poll (and a task's
-        // cell, allocated aligned to a cache line on glibc's slow path, stays small).
-        new.0
-            .push(Box::pin(serve(admitted, request, token, service, peer)));
+        new.0.push(NewRequest {
+            admitted,
+            request,
+            token,
+            service: service.clone(),
+            peer,
+        });
         Ok(())
     }
 
@@ -284,8 +286,35 @@ impl Inbound {
     }
 }
 
-/// A request's task, not started yet.
+/// A request's task.
 type RequestTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// An admitted request, not started yet: what its task is made of. Its task is made
+/// by whichever task starts it, so that a request answered in its first poll has its
+/// task allocated and freed on one thread (a buffer freed on another thread than the
+/// one that made it takes glibc's arena lock, which both workers then contend for).
+pub(crate) struct NewRequest {
+    admitted: Admitted,
+    request: Request,
+    token: Arc<RequestCancel>,
+    service: Arc<dyn Service>,
+    peer: Peer,
+}
+
+impl NewRequest {
+    fn into_task(self) -> RequestTask {
+        let NewRequest {
+            admitted,
+            request,
+            token,
+            service,
+            peer,
+        } = self;
+        // Boxed, so it can become a task of its own after its first poll (and a task's
+        // cell, allocated aligned to a cache line on glibc's slow path, stays small).
+        Box::pin(serve(admitted, request, token, service, peer))
+    }
+}
 
 /// Requests started by one task, at most.
 const START_GROUP: usize = 16;
@@ -301,7 +330,7 @@ const SLOW_START: Duration = Duration::from_millis(1);
 /// workers. A handler that blocks its thread in its first poll delays the rest of its
 /// group until it returns; one that takes long hands them on at once.
 #[derive(Default)]
-pub(crate) struct NewRequests(Vec<RequestTask>);
+pub(crate) struct NewRequests(Vec<NewRequest>);
 
 impl NewRequests {
     /// Whether a group is full.
@@ -314,8 +343,8 @@ impl NewRequests {
         match self.0.len() {
             0 => {}
             1 => {
-                if let Some(task) = self.0.pop() {
-                    tokio::spawn(task);
+                if let Some(request) = self.0.pop() {
+                    tokio::spawn(request.into_task());
                 }
             }
             _ => {
@@ -328,16 +357,19 @@ impl NewRequests {
 
 /// Poll each request of a group once; whatever is still running continues as its own
 /// task (which polls it again, so its wake-ups go to that task).
-async fn start_group(group: Vec<RequestTask>) {
+async fn start_group(group: Vec<NewRequest>) {
     let mut group = group.into_iter();
     std::future::poll_fn(move |cx| {
         let began = Instant::now();
-        while let Some(mut task) = group.next() {
+        while let Some(request) = group.next() {
+            let mut task = request.into_task();
             if task.as_mut().poll(cx).is_pending() {
                 tokio::spawn(task);
             }
             if began.elapsed() >= SLOW_START {
-                group.by_ref().for_each(|task| drop(tokio::spawn(task)));
+                group
+                    .by_ref()
+                    .for_each(|request| drop(tokio::spawn(request.into_task())));
             }
         }
         Poll::Ready(())
