@@ -1,4 +1,5 @@
-//! A response read from its head alone, for the shape most peers write.
+//! A response or a progress report read from its head alone, for the shape most peers
+//! write.
 //!
 //! [`peek_response`](mcpflow_protocol::jsonrpc::peek_response) parses the whole frame
 //! to find the result, and the caller then parses the result again to decode it. For
@@ -56,6 +57,21 @@ pub(crate) fn response_head(frame: &[u8]) -> Option<(RequestId, Range<usize>)> {
     let body = trim_end(&head.bytes[start..]);
     let body = trim_end(body.strip_suffix(b"}")?);
     (!body.is_empty()).then(|| (id, start..start + body.len()))
+}
+
+/// How this SDK opens every progress notification it writes.
+pub(crate) const PROGRESS_FIRST: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"notifications/progress","params":"#;
+
+/// The params of a progress notification that opens with [`PROGRESS_FIRST`]: the rest
+/// of the frame up to its closing `}`. Not checked here, as with a result found by
+/// [`response_head`]: the reader parses all of it strictly, and anything that does not
+/// parse as one object (a member after the params, a second message) takes the full
+/// parse instead.
+pub(crate) fn progress_params(frame: &[u8]) -> Option<&[u8]> {
+    let rest = frame.strip_prefix(PROGRESS_FIRST)?;
+    let params = trim_end(trim_end(rest).strip_suffix(b"}")?);
+    (!params.is_empty()).then_some(params)
 }
 
 /// A cursor over the head of a frame.
@@ -179,6 +195,44 @@ mod tests {
             "",
         ] {
             assert_eq!(response_head(frame.as_bytes()), None, "{frame}");
+        }
+    }
+
+    #[test]
+    fn finds_the_params_of_a_progress_report_in_this_sdks_layout() {
+        for (frame, params) in [
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2.0}}"#,
+                r#"{"progressToken":1,"progress":2.0}"#,
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"a\":\"}\"} }\r",
+                r#"{"a":"}"}"#,
+            ),
+            // A member after the params, a brace missing, params that are no object:
+            // found, and the reader's strict parse then refuses them.
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{},"id":1}"#,
+                r#"{},"id":1"#,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}"#,
+                "{",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":[1,2]}"#,
+                "[1,2]",
+            ),
+        ] {
+            let found = progress_params(frame.as_bytes()).map(|p| std::str::from_utf8(p).unwrap());
+            assert_eq!(found, Some(params), "{frame}");
+        }
+        for frame in [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":}"#,
+            r#"{"method":"notifications/progress","jsonrpc":"2.0","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        ] {
+            assert_eq!(progress_params(frame.as_bytes()), None, "{frame}");
         }
     }
 

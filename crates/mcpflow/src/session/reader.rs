@@ -309,6 +309,13 @@ impl Router {
         if bytes.starts_with(head::ID_FIRST) {
             return false;
         }
+        // This SDK's layout: the params are read once, straight into the update.
+        if let Some((token, update)) = head::progress_params(bytes).and_then(read_report) {
+            return self
+                .shared
+                .pending
+                .progress(token, Some(update), &mut self.wakes);
+        }
         let head = &bytes[..bytes.len().min(160)];
         if PROGRESS_METHOD.find(head).is_none() {
             return false;
@@ -434,6 +441,38 @@ fn read_progress(params: &RawValue) -> Option<(&str, Option<ProgressUpdate>)> {
     Some((text, update))
 }
 
+/// A well-formed progress report's params read in one pass: the token's JSON text and
+/// the update. `None` for anything else, which [`read_progress`] then reads leniently.
+fn read_report(params: &[u8]) -> Option<(&str, ProgressUpdate)> {
+    #[derive(Deserialize)]
+    struct Report<'a> {
+        #[serde(rename = "progressToken", borrow)]
+        token: &'a RawValue,
+        progress: f64,
+        #[serde(default)]
+        total: Option<f64>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+    // (A struct would also be read from an array.)
+    if !params.starts_with(b"{") {
+        return None;
+    }
+    let report: Report<'_> = serde_json::from_str(std::str::from_utf8(params).ok()?).ok()?;
+    let token = report.token.get();
+    if !(token.starts_with('"') || token.parse::<i64>().is_ok()) {
+        return None;
+    }
+    Some((
+        token,
+        ProgressUpdate {
+            progress: report.progress,
+            total: report.total,
+            message: report.message,
+        },
+    ))
+}
+
 /// The id of a request from the first bytes of a frame too large to parse, when it
 /// plainly sits at the top level (`{"jsonrpc":"2.0","id":7,...`).
 fn sniff_request_id(prefix: &[u8]) -> Option<RequestId> {
@@ -482,5 +521,47 @@ mod tests {
         );
         assert_eq!(sniff_request_id(br#"{"params":{"id":3}"#), None);
         assert_eq!(sniff_request_id(br#"{"jsonrpc":"2.0","id":12345"#), None);
+    }
+
+    /// The one-pass read of a report agrees with the lenient one on every well-formed
+    /// report, and leaves every other one to it (which still finds the token, so the
+    /// report counts as activity).
+    #[test]
+    fn a_report_is_read_in_one_pass_only_when_well_formed() {
+        for params in [
+            r#"{"progressToken":7,"progress":1}"#,
+            r#"{"progressToken":"t-1","progress":2.5,"total":10,"message":"half"}"#,
+            r#"{"progressToken":7,"progress":3,"total":null,"message":null,"_meta":{}}"#,
+        ] {
+            let raw = RawValue::from_string(params.to_owned()).expect("valid JSON");
+            let (token, update) = read_report(params.as_bytes()).expect(params);
+            let (lenient_token, lenient) = read_progress(&raw).expect(params);
+            assert_eq!(token, lenient_token, "{params}");
+            assert_eq!(Some(update), lenient, "{params}");
+        }
+        for (params, lenient_token) in [
+            (r#"{"progressToken":7,"progress":"a lot"}"#, Some("7")),
+            (r#"{"progressToken":7,"total":3}"#, Some("7")),
+            (r#"{"progressToken":7,"progress":1,"progress":2}"#, None),
+            (r#"{"progressToken":{"a":1},"progress":1}"#, None),
+            (r#"{"progressToken":1.5,"progress":1}"#, None),
+            (r#"{"progress":1}"#, None),
+        ] {
+            assert!(read_report(params.as_bytes()).is_none(), "{params}");
+            let raw = RawValue::from_string(params.to_owned()).expect("valid JSON");
+            let lenient = read_progress(&raw);
+            assert_eq!(
+                lenient.as_ref().map(|(token, _)| *token),
+                lenient_token,
+                "{params}"
+            );
+            assert!(
+                lenient.is_none_or(|(_, update)| update.is_none()),
+                "{params}"
+            );
+        }
+        for params in [r#"{"progressToken":7,"progress":1},"id":1"#, "{", "[7,1]"] {
+            assert!(read_report(params.as_bytes()).is_none(), "{params}");
+        }
     }
 }

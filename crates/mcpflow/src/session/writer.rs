@@ -343,7 +343,7 @@ async fn next_frame<W>(
 /// Progress is what a client can lose to a response in the same read; logs and other
 /// notifications do not need the response kept apart.
 fn is_progress(frame: &[u8]) -> bool {
-    frame.starts_with(br#"{"jsonrpc":"2.0","method":"notifications/progress""#)
+    frame.starts_with(super::head::PROGRESS_FIRST)
 }
 
 async fn write_batch<W: FrameWriter>(
