@@ -18,6 +18,8 @@
 use std::ops::Range;
 
 use mcpflow_protocol::RequestId;
+use mcpflow_protocol::jsonrpc::Request;
+use serde_json::value::RawValue;
 
 /// How this SDK opens every request and response it writes, and most peers do: such a
 /// frame is no notification, and is a response exactly when `"result"` or `"error"`
@@ -57,6 +59,44 @@ pub(crate) fn response_head(frame: &[u8]) -> Option<(RequestId, Range<usize>)> {
     let body = trim_end(&head.bytes[start..]);
     let body = trim_end(body.strip_suffix(b"}")?);
     (!body.is_empty()).then(|| (id, start..start + body.len()))
+}
+
+/// A request that opens with [`ID_FIRST`] followed by a plain method name (no escapes)
+/// and then its params or its end: `{"jsonrpc":"2.0","id":ID,"method":"M","params":P}`
+/// or `{"jsonrpc":"2.0","id":ID,"method":"M"}`. The params are everything up to the
+/// frame's closing `}`, and are taken only if that text is one JSON object or array
+/// (`RawValue` checks it, and rejects a member after the params or a second message).
+/// `None` for any other frame, which then takes the full parse and its errors.
+pub(crate) fn request_head(frame: &[u8]) -> Option<Request> {
+    let rest = frame.strip_prefix(ID_FIRST)?;
+    let mut head = Head { bytes: rest, at: 0 };
+    let id = head.id()?;
+    let rest = head.bytes.get(head.at..)?.strip_prefix(br#","method":""#)?;
+    let len = rest.iter().position(|b| *b == b'"')?;
+    let method = &rest[..len];
+    if method.iter().any(|b| *b == b'\\' || *b < 0x20) {
+        return None;
+    }
+    let method = std::str::from_utf8(method).ok()?.to_owned();
+    let rest = trim_end(&rest[len + 1..]);
+    if rest == b"}" {
+        return Some(Request {
+            id,
+            method,
+            params: None,
+        });
+    }
+    let params = trim_end(rest.strip_prefix(br#","params":"#)?.strip_suffix(b"}")?);
+    if !(params.starts_with(b"{") || params.starts_with(b"[")) {
+        return None;
+    }
+    let params = std::str::from_utf8(params).ok()?;
+    let params = RawValue::from_string(params.to_owned()).ok()?;
+    Some(Request {
+        id,
+        method,
+        params: Some(params),
+    })
 }
 
 /// How this SDK opens every progress notification it writes.
@@ -195,6 +235,60 @@ mod tests {
             "",
         ] {
             assert_eq!(response_head(frame.as_bytes()), None, "{frame}");
+        }
+    }
+
+    /// What the full decode makes of a request frame: id, method and params' text.
+    fn full_request(frame: &str) -> Option<(RequestId, String, Option<String>)> {
+        use mcpflow_protocol::Message;
+        use mcpflow_protocol::jsonrpc::{Decoded, decode};
+        match decode(frame.as_bytes()) {
+            Decoded::Single(Ok(Message::Request(r))) => {
+                Some((r.id, r.method, r.params.map(|p| p.get().to_owned())))
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn reads_a_request_as_the_full_decode_does() {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"}"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a-1","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"x","params":[1,{"a":[]}]} "#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/list","params":{}}"#,
+        ] {
+            let fast = request_head(frame.as_bytes())
+                .map(|r| (r.id, r.method, r.params.map(|p| p.get().to_owned())));
+            assert!(fast.is_some(), "{frame}");
+            assert_eq!(fast, full_request(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn leaves_every_other_request_to_the_full_decode() {
+        for frame in [
+            // A member after the params, a second message, a brace missing.
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{}}{"a":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1},"params":{}}"#,
+            // Params that are no object or array, a method with escapes or not a string.
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"a\"b","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"a\u0062","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7,"params":{}}"#,
+            // Ids the head does not read, another order, another version.
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"m","id":1}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m""#,
+        ] {
+            assert!(request_head(frame.as_bytes()).is_none(), "{frame}");
         }
     }
 

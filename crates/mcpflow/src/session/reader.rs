@@ -151,7 +151,10 @@ impl Router {
             InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
             InboundFrame::Message(bytes) => match self.response_in_place(bytes) {
                 None => {}
-                Some(bytes) => self.decode_and_route(&bytes, replies),
+                Some(bytes) => match head::request_head(&bytes) {
+                    Some(request) => self.route(Message::Request(request), replies),
+                    None => self.decode_and_route(&bytes, replies),
+                },
             },
             InboundFrame::RequestFailed { id, error } => {
                 if !self.shared.pending.complete(
