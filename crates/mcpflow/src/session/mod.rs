@@ -59,7 +59,6 @@ mod lane;
 mod pending;
 mod reader;
 mod reply;
-mod spare;
 mod stop;
 mod writer;
 
@@ -206,7 +205,7 @@ fn serialize(message: &Message) -> Vec<u8> {
         Message::Response(r) => r.result.get().len(),
         Message::Error(_) => 0,
     };
-    let mut bytes = spare::buffer(128 + payload);
+    let mut bytes = Vec::with_capacity(128 + payload);
     message.write_json(&mut bytes);
     bytes
 }
@@ -536,7 +535,7 @@ fn request_frame<P: Serialize + ?Sized>(
         method: method.into(),
         detail: format!("params do not serialize: {e}"),
     };
-    let mut bytes = spare::buffer(160);
+    let mut bytes = Vec::with_capacity(160);
     Message::write_request_head(&RequestId::number(id), method, &mut bytes);
     // The token is written ahead of the params, so they need not move to make room
     // for it: the params' own `{` becomes the comma after it.

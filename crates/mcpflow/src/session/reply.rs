@@ -49,7 +49,7 @@ impl Reply {
     /// # Errors
     /// When `value`'s `Serialize` implementation fails (a map with non-string keys, say).
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Reply, serde_json::Error> {
-        let mut buf = super::spare::buffer(HEADROOM + 128);
+        let mut buf = Vec::with_capacity(HEADROOM + 128);
         buf.resize(HEADROOM, b' ');
         serde_json::to_writer(&mut buf, value)?;
         Ok(Reply(Body::Framed {

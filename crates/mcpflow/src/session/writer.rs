@@ -204,18 +204,17 @@ impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
             return Direct::Declined(frame);
         }
         match writer.try_write_now(&frame.bytes, &frame.meta) {
-            WriteNow::Sent => {}
+            WriteNow::Sent => Direct::Written,
             WriteNow::Buffered => {
                 // When the queue is full the writer has a batch to write, and flushes
                 // after it.
                 let _ = self
                     .outbound
                     .try_send(Outbound::signal(Signal::Flush, None));
+                Direct::Written
             }
-            WriteNow::Declined => return Direct::Declined(frame),
+            WriteNow::Declined => Direct::Declined(frame),
         }
-        super::spare::give_back(frame.bytes);
-        Direct::Written
     }
 }
 
@@ -235,16 +234,14 @@ async fn write_one<W: FrameWriter>(
         Some(Signal::Flush) => return Ok(()),
         None => {}
     }
-    let written = match frame.result.take() {
+    match frame.result.take() {
         Some(result) => {
             writer
                 .write_response_parts(&frame.bytes, result, &frame.meta)
                 .await
         }
         None => writer.write_frame(&frame.bytes, &frame.meta).await,
-    };
-    super::spare::give_back(std::mem::take(&mut frame.bytes));
-    written
+    }
 }
 
 pub(crate) async fn run_writer<W: FrameWriter>(
