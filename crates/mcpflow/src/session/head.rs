@@ -1,5 +1,5 @@
-//! A response or a progress report read from its head alone, for the shape most peers
-//! write.
+//! A response, a request or a progress report read from its head alone, for the shape
+//! most peers write.
 //!
 //! [`peek_response`](mcpflow_protocol::jsonrpc::peek_response) parses the whole frame
 //! to find the result, and the caller then parses the result again to decode it. For
@@ -55,9 +55,7 @@ pub(crate) fn response_head(frame: &[u8]) -> Option<(RequestId, Range<usize>)> {
     if head.bytes.get(start) != Some(&b'{') {
         return None;
     }
-    // The frame's closing brace, and the result's last byte before it.
-    let body = trim_end(&head.bytes[start..]);
-    let body = trim_end(body.strip_suffix(b"}")?);
+    let body = before_closing_brace(&head.bytes[start..])?;
     (!body.is_empty()).then(|| (id, start..start + body.len()))
 }
 
@@ -68,25 +66,25 @@ pub(crate) fn response_head(frame: &[u8]) -> Option<(RequestId, Range<usize>)> {
 /// (`RawValue` checks it, and rejects a member after the params or a second message).
 /// `None` for any other frame, which then takes the full parse and its errors.
 pub(crate) fn request_head(frame: &[u8]) -> Option<Request> {
-    let rest = frame.strip_prefix(ID_FIRST)?;
-    let mut head = Head { bytes: rest, at: 0 };
+    let mut head = Head {
+        bytes: frame.strip_prefix(ID_FIRST)?,
+        at: 0,
+    };
     let id = head.id()?;
-    let rest = head.bytes.get(head.at..)?.strip_prefix(br#","method":""#)?;
-    let len = rest.iter().position(|b| *b == b'"')?;
-    let method = &rest[..len];
-    if method.iter().any(|b| *b == b'\\' || *b < 0x20) {
-        return None;
-    }
-    let method = std::str::from_utf8(method).ok()?.to_owned();
-    let rest = trim_end(&rest[len + 1..]);
-    if rest == b"}" {
+    let mut head = Head {
+        bytes: head.bytes.get(head.at..)?.strip_prefix(br#","method":"#)?,
+        at: 0,
+    };
+    let method = head.plain_string()?.to_owned();
+    let rest = head.bytes.get(head.at..)?;
+    if trim_end(rest) == b"}" {
         return Some(Request {
             id,
             method,
             params: None,
         });
     }
-    let params = trim_end(rest.strip_prefix(br#","params":"#)?.strip_suffix(b"}")?);
+    let params = before_closing_brace(rest.strip_prefix(br#","params":"#)?)?;
     if !(params.starts_with(b"{") || params.starts_with(b"[")) {
         return None;
     }
@@ -109,8 +107,7 @@ pub(crate) const PROGRESS_FIRST: &[u8] =
 /// parse as one object (a member after the params, a second message) takes the full
 /// parse instead.
 pub(crate) fn progress_params(frame: &[u8]) -> Option<&[u8]> {
-    let rest = frame.strip_prefix(PROGRESS_FIRST)?;
-    let params = trim_end(trim_end(rest).strip_suffix(b"}")?);
+    let params = before_closing_brace(frame.strip_prefix(PROGRESS_FIRST)?)?;
     (!params.is_empty()).then_some(params)
 }
 
@@ -120,7 +117,7 @@ struct Head<'a> {
     at: usize,
 }
 
-impl Head<'_> {
+impl<'a> Head<'a> {
     fn skip_whitespace(&mut self) {
         while self.bytes.get(self.at).is_some_and(|b| is_whitespace(*b)) {
             self.at += 1;
@@ -139,14 +136,8 @@ impl Head<'_> {
     fn id(&mut self) -> Option<RequestId> {
         self.skip_whitespace();
         let rest = self.bytes.get(self.at..)?;
-        if let Some(string) = rest.strip_prefix(b"\"") {
-            let len = string.iter().position(|b| *b == b'"')?;
-            let id = &string[..len];
-            if id.iter().any(|b| *b == b'\\' || *b < 0x20) {
-                return None;
-            }
-            self.at += len + 2;
-            return Some(RequestId::string(std::str::from_utf8(id).ok()?));
+        if rest.starts_with(b"\"") {
+            return Some(RequestId::string(self.plain_string()?));
         }
         let sign = usize::from(rest.first() == Some(&b'-'));
         let digits = rest[sign..]
@@ -165,6 +156,25 @@ impl Head<'_> {
         self.at += len;
         Some(id)
     }
+
+    /// A JSON string at the cursor that needs no unescaping (no `\`, no control
+    /// characters), without its quotes.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let string = self.bytes.get(self.at..)?.strip_prefix(b"\"")?;
+        let len = string.iter().position(|b| *b == b'"')?;
+        let text = &string[..len];
+        if text.iter().any(|b| *b == b'\\' || *b < 0x20) {
+            return None;
+        }
+        self.at += len + 2;
+        std::str::from_utf8(text).ok()
+    }
+}
+
+/// What lies before the frame's closing `}` (whitespace around it dropped); `None` when
+/// the frame does not end with one.
+fn before_closing_brace(rest: &[u8]) -> Option<&[u8]> {
+    Some(trim_end(trim_end(rest).strip_suffix(b"}")?))
 }
 
 fn is_whitespace(b: u8) -> bool {

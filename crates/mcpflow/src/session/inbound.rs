@@ -303,16 +303,9 @@ pub(crate) struct NewRequest {
 
 impl NewRequest {
     fn into_task(self) -> RequestTask {
-        let NewRequest {
-            admitted,
-            request,
-            token,
-            service,
-            peer,
-        } = self;
         // Boxed, so it can become a task of its own after its first poll (and a task's
         // cell, allocated aligned to a cache line on glibc's slow path, stays small).
-        Box::pin(serve(admitted, request, token, service, peer))
+        Box::pin(serve(self))
     }
 }
 
@@ -400,13 +393,14 @@ impl Drop for Admitted {
 /// cancellation too), and the grace after a cancellation ends at an abort. The only
 /// exception is queueing the answer, after the request left the table: the writer's
 /// stop ends that.
-async fn serve(
-    admitted: Admitted,
-    request: Request,
-    token: Arc<RequestCancel>,
-    service: Arc<dyn Service>,
-    peer: Peer,
-) {
+async fn serve(new: NewRequest) {
+    let NewRequest {
+        admitted,
+        request,
+        token,
+        service,
+        peer,
+    } = new;
     // The slow paths (waiting for a slot, the cancellation grace, a full writer queue)
     // are boxed, so this future stays small: it is allocated per request.
     let inbound = &*admitted.0;

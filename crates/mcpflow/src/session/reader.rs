@@ -430,10 +430,7 @@ fn read_progress(params: &RawValue) -> Option<(&str, Option<ProgressUpdate>)> {
         }
     }
     let fields: Fields<'_> = serde_json::from_str(params.get()).ok()?;
-    let text = fields.token.get();
-    if !(text.starts_with('"') || text.parse::<i64>().is_ok()) {
-        return None;
-    }
+    let text = token_text(fields.token)?;
     let update = (|| {
         Some(ProgressUpdate {
             progress: field(fields.progress)??,
@@ -462,18 +459,20 @@ fn read_report(params: &[u8]) -> Option<(&str, ProgressUpdate)> {
         return None;
     }
     let report: Report<'_> = serde_json::from_str(std::str::from_utf8(params).ok()?).ok()?;
-    let token = report.token.get();
-    if !(token.starts_with('"') || token.parse::<i64>().is_ok()) {
-        return None;
-    }
     Some((
-        token,
+        token_text(report.token)?,
         ProgressUpdate {
             progress: report.progress,
             total: report.total,
             message: report.message,
         },
     ))
+}
+
+/// A progress token's JSON text, when it is a string or an integer.
+fn token_text(token: &RawValue) -> Option<&str> {
+    let text = token.get();
+    (text.starts_with('"') || text.parse::<i64>().is_ok()).then_some(text)
 }
 
 /// The id of a request from the first bytes of a frame too large to parse, when it
