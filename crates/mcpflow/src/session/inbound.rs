@@ -23,6 +23,7 @@ use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 use super::cancel::RequestCancel;
+use super::pool::FramePool;
 use super::writer::{Direct, DirectWrite, Outbound, Sequential};
 use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind, into_frame};
 use crate::transport::{FrameKind, FrameMeta};
@@ -54,6 +55,8 @@ pub(crate) struct Inbound {
     /// Whether the peer looks sequential: each request the only one running as it
     /// finishes.
     sequential: Sequential,
+    /// Buffers for small answers on their way to the writer.
+    pool: Arc<FramePool>,
 }
 
 /// Why a request was not admitted; the reader answers with this error.
@@ -69,6 +72,7 @@ impl Inbound {
         cancel_grace: std::time::Duration,
         answers: mpsc::Sender<Outbound>,
         direct: Arc<dyn DirectWrite>,
+        pool: Arc<FramePool>,
     ) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::default()),
@@ -84,6 +88,7 @@ impl Inbound {
             answers,
             direct,
             sequential: Sequential::default(),
+            pool,
         })
     }
 
@@ -150,7 +155,7 @@ impl Inbound {
         } else {
             frame
         };
-        match self.answers.try_send(frame) {
+        match self.answers.try_send(frame.pooled(&self.pool)) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
             Err(mpsc::error::TrySendError::Full(frame)) => {
                 let answers = self.answers.clone();

@@ -57,6 +57,7 @@ mod head;
 mod inbound;
 mod lane;
 mod pending;
+mod pool;
 mod reader;
 mod reply;
 mod stop;
@@ -70,6 +71,7 @@ use inbound::Inbound;
 use lane::NotificationLane;
 pub(crate) use pending::ResultJson;
 use pending::{Deadline, Failure, PendingEvent, PendingTable};
+use pool::FramePool;
 use stop::Stop;
 use writer::{Direct, DirectWrite, Outbound, Signal};
 
@@ -120,6 +122,8 @@ pub(crate) struct Shared {
     inbound: Arc<Inbound>,
     lane: Arc<NotificationLane>,
     reader_stop: Stop,
+    /// Buffers for small frames on their way to the writer.
+    pool: Arc<FramePool>,
 }
 
 impl Shared {
@@ -381,6 +385,7 @@ impl Peer {
         } else {
             frame
         };
+        let frame = frame.pooled(&self.shared.pool);
         let queued = match self.shared.outbound.try_send(frame) {
             Ok(()) => Ok(Ok(())),
             Err(mpsc::error::TrySendError::Closed(_)) => Ok(Err(())),
@@ -437,7 +442,8 @@ impl Peer {
                 kind: FrameKind::Notification,
                 related: self.related.clone(),
             },
-        );
+        )
+        .pooled(&self.shared.pool);
         self.shared
             .outbound
             .send(frame)
@@ -828,12 +834,14 @@ impl Session {
             control_tx.clone(),
             outbound_tx.clone(),
         ));
+        let pool = Arc::new(FramePool::default());
         let inbound = Inbound::new(
             config.max_concurrent_requests.get(),
             config.request_queue_capacity,
             config.close_grace,
             outbound_tx.clone(),
             direct.clone(),
+            pool.clone(),
         );
         let lane = NotificationLane::new(config.notification_lane_capacity.get());
         let shared = Arc::new(Shared {
@@ -849,6 +857,7 @@ impl Session {
             inbound,
             lane: lane.clone(),
             reader_stop: Stop::default(),
+            pool,
         });
         let peer = Peer {
             shared: shared.clone(),
@@ -1011,6 +1020,62 @@ mod tests {
     fn spliced(params: Option<Box<RawValue>>, options: &RequestOptions) -> serde_json::Value {
         let (params, _) = with_meta("m", params, options, 7).expect("object params");
         serde_json::from_str(params.expect("params").get()).expect("valid JSON")
+    }
+
+    /// Answers every request with its params, after letting the others run.
+    struct EchoParams;
+
+    impl Service for EchoParams {
+        fn handle_request(
+            &self,
+            request: Request,
+            _cx: RequestContext,
+        ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                Ok(Reply::json(&request.params).expect("params serialize"))
+            })
+        }
+        fn handle_notification(&self, _n: Notification, _peer: Peer) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// Requests and answers queued to the writer travel in pooled buffers, which the
+    /// writer gives back: after a burst each side has spare buffers to use again.
+    #[tokio::test]
+    async fn queued_frames_go_back_to_the_pool_once_written() {
+        let (a, b) = crate::transport::MemoryTransport::pair(64);
+        let client = Session::start(a, Arc::new(EchoParams), Default::default());
+        let server = Session::start(b, Arc::new(EchoParams), Default::default());
+        let peer = client.peer().clone();
+        let calls = (0..32).map(|i| {
+            let peer = peer.clone();
+            async move {
+                let echoed: serde_json::Value = peer
+                    .request(
+                        "test/echo",
+                        &serde_json::json!({ "n": i }),
+                        RequestOptions::new(),
+                    )
+                    .await
+                    .expect("answered");
+                assert_eq!(echoed, serde_json::json!({ "n": i }));
+            }
+        });
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            futures_util::future::join_all(calls),
+        )
+        .await
+        .expect("a burst of 32 echo requests was not answered within 10 s");
+        assert!(
+            client.peer().shared.pool.spare() > 0,
+            "requests were pooled"
+        );
+        assert!(server.peer().shared.pool.spare() > 0, "answers were pooled");
+        client.close().await;
+        server.close().await;
     }
 
     #[test]

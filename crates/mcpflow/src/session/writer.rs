@@ -17,6 +17,10 @@
 //! are empty and the writer is idle. The writer takes a frame off a queue and the
 //! transport out of the sink under the sink's lock, and a direct write checks the
 //! queues under the same lock, so no frame is ever between the two unseen.
+//!
+//! Small queued frames come in buffers from the session's [`FramePool`]; the writer
+//! gives each back after its batch, so a buffer is not freed on another thread than the
+//! one that made it (see `pool.rs`).
 
 use std::collections::HashSet;
 use std::future::poll_fn;
@@ -29,6 +33,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::Shared;
+use super::pool::FramePool;
 use super::stop::Stop;
 use crate::error::CloseReason;
 use crate::transport::{FrameKind, FrameMeta, FrameWriter, WriteNow};
@@ -73,6 +78,13 @@ impl Outbound {
             meta,
             signal: None,
         }
+    }
+
+    /// This frame with its bytes in a buffer from `pool`, when they fit one: the writer
+    /// gives that buffer back instead of freeing it on its own thread.
+    pub(crate) fn pooled(mut self, pool: &FramePool) -> Outbound {
+        self.bytes = pool.copy(std::mem::take(&mut self.bytes));
+        self
     }
 
     /// A signal to the writer, queued behind the frames before it.
@@ -218,30 +230,32 @@ impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
     }
 }
 
+/// Write `frame`, or do what its signal asks; the frame's buffer, once written.
 async fn write_one<W: FrameWriter>(
     writer: &mut W,
     mut frame: Outbound,
-) -> Result<(), crate::error::TransportError> {
+) -> Result<Vec<u8>, crate::error::TransportError> {
     match frame.signal {
         Some(Signal::EndStream) => {
             if let Some(request) = &frame.meta.related {
                 writer.flush().await?;
                 writer.end_stream(request).await;
             }
-            return Ok(());
+            return Ok(frame.bytes);
         }
         // The batch ends with a flush.
-        Some(Signal::Flush) => return Ok(()),
+        Some(Signal::Flush) => return Ok(frame.bytes),
         None => {}
     }
     match frame.result.take() {
         Some(result) => {
             writer
                 .write_response_parts(&frame.bytes, result, &frame.meta)
-                .await
+                .await?;
         }
-        None => writer.write_frame(&frame.bytes, &frame.meta).await,
+        None => writer.write_frame(&frame.bytes, &frame.meta).await?,
     }
+    Ok(frame.bytes)
 }
 
 pub(crate) async fn run_writer<W: FrameWriter>(
@@ -252,6 +266,8 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     shared: Arc<Shared>,
 ) {
     let sink = &sink.0;
+    // The buffers of a batch's frames, given back to the pool after it.
+    let mut written = Vec::new();
     loop {
         let Next::Frame(first, mut idle) =
             next_frame(sink, &mut control, &mut outbound, &stop).await
@@ -264,8 +280,11 @@ pub(crate) async fn run_writer<W: FrameWriter>(
             &mut control,
             &mut outbound,
             &mut idle.notified,
+            &mut written,
         );
-        if let Err(e) = batch.await {
+        let batch = batch.await;
+        shared.pool.give_back(&mut written);
+        if let Err(e) = batch {
             shared.shutdown(CloseReason::Transport(e));
             idle.writer.close().await;
             return;
@@ -349,6 +368,7 @@ async fn write_batch<W: FrameWriter>(
     control: &mut mpsc::Receiver<Outbound>,
     outbound: &mut mpsc::Receiver<Outbound>,
     notified: &mut Notified,
+    written: &mut Vec<Vec<u8>>,
 ) -> Result<(), crate::error::TransportError> {
     let mut next = Some(first);
     for _ in 0..MAX_BATCH {
@@ -377,7 +397,7 @@ async fn write_batch<W: FrameWriter>(
             }
             _ => {}
         }
-        write_one(writer, frame).await?;
+        written.push(write_one(writer, frame).await?);
     }
     writer.flush().await
 }
