@@ -46,10 +46,7 @@ impl RequestContext {
         cancel: std::sync::Arc<RequestCancel>,
         peer: Peer,
     ) -> RequestContext {
-        let (meta, progress_token) = match params.and_then(|p| find_meta(p.get())) {
-            Some(meta) => read_meta(meta),
-            None => (None, None),
-        };
+        let (meta, progress_token) = params.map_or((None, None), |p| meta_of(p.get()));
         RequestContext {
             id,
             progress_token,
@@ -167,20 +164,49 @@ fn find_meta(params: &str) -> Option<&RawValue> {
     meta.get().starts_with('{').then_some(meta)
 }
 
+/// The params' `_meta` to keep, and its progress token.
+fn meta_of(params: &str) -> (Option<MetaText>, Option<Box<RawValue>>) {
+    // This SDK's own layout first: `_meta` leads the params and holds only a token.
+    if let Some(token) = leading_token(params) {
+        return (Some(MetaText::TokenOnly), Some(token));
+    }
+    match find_meta(params) {
+        Some(meta) => read_meta(meta),
+        None => (None, None),
+    }
+}
+
+/// The token of params that open with `{"_meta":{"progressToken":N}` for a plain
+/// integer `N`, as this SDK writes them: read without parsing anything else. What
+/// follows that `_meta` is the handler's to check, as with [`find_meta`].
+fn leading_token(params: &str) -> Option<Box<RawValue>> {
+    let rest = params.strip_prefix(r#"{"_meta":{"progressToken":"#)?;
+    let (digits, _) = rest.split_at_checked(rest.find('}')?)?;
+    integer_token(digits)
+}
+
+/// `digits` as a progress token, when they are a non-negative JSON integer that fits
+/// an `i64` for sure (at most 18 digits, no leading zero).
+fn integer_token(digits: &str) -> Option<Box<RawValue>> {
+    let integer = !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    integer
+        .then(|| RawValue::from_string(digits.to_owned()).ok())
+        .flatten()
+}
+
 /// `_meta` to keep, and its progress token when that is a string or an integer.
 fn read_meta(meta: &RawValue) -> (Option<MetaText>, Option<Box<RawValue>>) {
     // The common case, as this SDK writes it: `{"progressToken":123}`.
-    if let Some(digits) = meta
+    if let Some(token) = meta
         .get()
         .strip_prefix(r#"{"progressToken":"#)
         .and_then(|rest| rest.strip_suffix('}'))
-        && !digits.is_empty()
-        && digits.len() <= 18
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
+        .and_then(integer_token)
     {
-        let token = RawValue::from_string(digits.to_owned()).ok();
-        return (Some(MetaText::TokenOnly), token);
+        return (Some(MetaText::TokenOnly), Some(token));
     }
     #[derive(Deserialize)]
     struct Meta<'a> {
@@ -214,10 +240,7 @@ mod tests {
 
     /// `_meta` and the progress token, as a handler sees them.
     fn read(params: &str) -> (Option<JsonObject>, Option<String>) {
-        let (meta, token) = match find_meta(params) {
-            Some(meta) => read_meta(meta),
-            None => (None, None),
-        };
+        let (meta, token) = meta_of(params);
         let map = meta.map(|meta| match meta {
             MetaText::Raw(raw) => serde_json::from_str(raw.get()).expect("an object"),
             MetaText::TokenOnly => JsonObject::from_iter([(
@@ -267,6 +290,19 @@ mod tests {
                 Some(r#""a\"b""#.to_owned())
             )
         );
+        // Near misses of this SDK's layout take the full read.
+        assert_eq!(
+            read(r#"{"_meta":{"progressToken":7,"vendor/x":1},"name":"echo"}"#),
+            (
+                object(json!({"progressToken": 7, "vendor/x": 1})),
+                Some("7".to_owned())
+            )
+        );
+        assert_eq!(
+            read(r#"{"_meta":{"progressToken":-7}}"#),
+            (object(json!({"progressToken": -7})), Some("-7".to_owned()))
+        );
+        assert_eq!(read(r#"{"_meta":{"progressToken":07}}"#), (None, None));
         // `_meta` without a usable token keeps everything and has no token.
         for (params, meta) in [
             (r#"{"_meta":{}}"#, json!({})),

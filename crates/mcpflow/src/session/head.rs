@@ -59,6 +59,31 @@ pub(crate) fn response_head(frame: &[u8]) -> Option<(RequestId, Range<usize>)> {
     (!body.is_empty()).then(|| (id, start..start + body.len()))
 }
 
+/// Whether `frame` opens with [`ID_FIRST`], an id and `,"method":`: a request as this
+/// SDK writes it, which is no response, so [`response_head`] need not read its id first.
+/// Only a scan: the id is read once, by [`request_head`].
+pub(crate) fn opens_request(frame: &[u8]) -> bool {
+    let Some(rest) = frame.strip_prefix(ID_FIRST) else {
+        return false;
+    };
+    let id_len = match rest.split_first() {
+        // A string id with escapes is left to the other readers.
+        Some((b'"', string)) => string
+            .iter()
+            .position(|b| *b == b'"' || *b == b'\\')
+            .filter(|n| string[*n] == b'"')
+            .map(|n| n + 2),
+        _ => Some(
+            rest.iter()
+                .take_while(|b| b.is_ascii_digit() || **b == b'-')
+                .count(),
+        ),
+    };
+    id_len
+        .and_then(|n| rest.get(n..))
+        .is_some_and(|after| after.starts_with(br#","method":"#))
+}
+
 /// A request that opens with [`ID_FIRST`] followed by a plain method name (no escapes)
 /// and then its params or its end: `{"jsonrpc":"2.0","id":ID,"method":"M","params":P}`
 /// or `{"jsonrpc":"2.0","id":ID,"method":"M"}`. The params are everything up to the
@@ -272,6 +297,29 @@ mod tests {
                 .map(|r| (r.id, r.method, r.params.map(|p| p.get().to_owned())));
             assert!(fast.is_some(), "{frame}");
             assert_eq!(fast, full_request(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn tells_a_request_in_this_sdks_layout_from_any_response() {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"a-1","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"x"}"#,
+        ] {
+            assert!(opens_request(frame.as_bytes()), "{frame}");
+        }
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"method":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":"a,\"method\":","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\",\"method\":","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":",\"method\":"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"m","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":"#,
+            r#"{"jsonrpc":"2.0","id":"unterminated"#,
+        ] {
+            assert!(!opens_request(frame.as_bytes()), "{frame}");
         }
     }
 

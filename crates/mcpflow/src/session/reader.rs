@@ -149,6 +149,12 @@ impl Router {
     fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
             InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
+            InboundFrame::Message(bytes) if head::opens_request(&bytes) => {
+                match head::request_head(&bytes) {
+                    Some(request) => self.route(Message::Request(request), replies),
+                    None => self.decode_and_route(&bytes, replies),
+                }
+            }
             InboundFrame::Message(bytes) => match self.response_in_place(bytes) {
                 None => {}
                 Some(bytes) => match head::request_head(&bytes) {
