@@ -24,19 +24,13 @@ use crate::session::{Peer, RequestContext, RequestOptions};
 pub struct ServerContext {
     request: RequestContext,
     connection: Arc<Connection>,
-    server: Server,
 }
 
 impl ServerContext {
-    pub(crate) fn new(
-        request: RequestContext,
-        connection: Arc<Connection>,
-        server: Server,
-    ) -> Self {
+    pub(crate) fn new(request: RequestContext, connection: Arc<Connection>) -> Self {
         ServerContext {
             request,
             connection,
-            server,
         }
     }
 
@@ -52,7 +46,7 @@ impl ServerContext {
 
     /// The server, to add or remove tools, resources and prompts (clients are notified).
     pub fn server(&self) -> &Server {
-        &self.server
+        &self.connection.server
     }
 
     /// Tripped when the client cancels this request or the connection closes.

@@ -21,12 +21,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::{Connection, LEVELS, Server, ServerContext, ToolError};
+use super::{Connection, LEVELS, ServerContext, ToolError};
 use crate::session::{BoxFuture, Peer, Reply, RequestContext, Service};
 
 /// The engine's [`Service`] for one server connection.
 pub(crate) struct ServerService {
-    pub(crate) server: Server,
     pub(crate) connection: Arc<Connection>,
 }
 
@@ -175,9 +174,7 @@ impl Service for ServerService {
         request: Request,
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
-        let server = self.server.clone();
-        let connection = self.connection.clone();
-        if server.lacks_capability_for(&request.method) {
+        if self.connection.server.lacks_capability_for(&request.method) {
             return Box::pin(std::future::ready(Err(ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
@@ -188,15 +185,17 @@ impl Service for ServerService {
         }
         // The most frequent request gets its own, smaller future (so the match below
         // has no arm for it).
+        let connection = self.connection.clone();
         if request.method == method::TOOLS_CALL {
             return Box::pin(async move {
-                let cx = ServerContext::new(cx, connection, server);
+                let cx = ServerContext::new(cx, connection);
                 call_tool(request.params.as_deref(), cx).await
             });
         }
         Box::pin(async move {
             let raw = request.params.as_deref();
-            let cx = ServerContext::new(cx, connection.clone(), server.clone());
+            let server = connection.server.clone();
+            let cx = ServerContext::new(cx, connection.clone());
             let size = server.inner.page_size;
             match request.method.as_str() {
                 method::INITIALIZE => {
@@ -382,7 +381,7 @@ impl Service for ServerService {
         if notification.method == method::INITIALIZED {
             self.connection.initialized.store(true, Ordering::Release);
         }
-        let hook = self.server.inner.on_notification.clone();
+        let hook = self.connection.server.inner.on_notification.clone();
         Box::pin(async move {
             if let Some(hook) = hook {
                 hook(notification, peer).await;

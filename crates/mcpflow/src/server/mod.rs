@@ -311,9 +311,8 @@ impl Server {
     /// Serve one connection. The engine starts at once; the client's `initialize` is
     /// answered like any other request.
     pub fn serve<T: Transport>(&self, transport: T) -> RunningServer {
-        let connection = Arc::new(Connection::default());
+        let connection = Arc::new(Connection::new(self.clone()));
         let service = Arc::new(dispatch::ServerService {
-            server: self.clone(),
             connection: connection.clone(),
         });
         let session = Session::start(transport, service, self.inner.config.clone());
@@ -480,9 +479,11 @@ impl RunningServer {
     }
 }
 
-/// Per-connection state learned from the client.
-#[derive(Default, Debug)]
+/// Per-connection state learned from the client, with the server it is served by
+/// (so a request's context holds one handle for both).
+#[derive(Debug)]
 pub(crate) struct Connection {
+    pub(crate) server: Server,
     client_info: OnceLock<Implementation>,
     client_capabilities: OnceLock<ClientCapabilities>,
     protocol_version: OnceLock<ProtocolVersion>,
@@ -492,6 +493,18 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    fn new(server: Server) -> Connection {
+        Connection {
+            server,
+            client_info: OnceLock::new(),
+            client_capabilities: OnceLock::new(),
+            protocol_version: OnceLock::new(),
+            log_level: AtomicU8::new(0),
+            initialized: AtomicBool::new(false),
+            subscriptions: Mutex::default(),
+        }
+    }
+
     pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
         self.client_capabilities.get().cloned().unwrap_or_default()
     }
