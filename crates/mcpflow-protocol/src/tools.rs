@@ -305,6 +305,23 @@ impl CallToolRequestParams {
     }
 }
 
+/// The text and `isError` of a result written exactly as [`CallToolResult::write_json`]
+/// writes one plain text block: `{"content":[{"type":"text","text":LITERAL}]}`, maybe
+/// with `,"isError":BOOL` after the list. `LITERAL` must parse as one JSON string, so
+/// what matches is a well-formed result of that shape; anything else is `None`.
+fn small_plain_text(result: &str) -> Option<(String, Option<bool>)> {
+    let rest = result.strip_prefix(r#"{"content":[{"type":"text","text":"#)?;
+    let (literal, is_error) = [
+        ("}]}", None),
+        (r#"}],"isError":false}"#, Some(false)),
+        (r#"}],"isError":true}"#, Some(true)),
+    ]
+    .into_iter()
+    .find_map(|(tail, is_error)| Some((rest.strip_suffix(tail)?, is_error)))?;
+    let text = serde_json::from_str::<String>(literal).ok()?;
+    Some((text, is_error))
+}
+
 /// A result at least this long is decoded in place by [`CallToolResult::from_json_in`];
 /// below it, a copy costs less than a second look at the result.
 const LARGE_TEXT_BYTES: usize = 64 * 1024;
@@ -527,8 +544,10 @@ impl CallToolResult {
     /// Decode the result that lies at `json[range]` (a response's `result` inside the
     /// frame it came in, say), taking `json`'s buffer for the text when the result is one
     /// large plain text block: the text is unescaped into the front of the buffer, so a
-    /// 10 MiB result costs no second 10 MiB. Any other result decodes as
-    /// `serde_json::from_str(&json[range])` does, to the same value.
+    /// 10 MiB result costs no second 10 MiB. A small one laid out as
+    /// [`write_json`](Self::write_json) writes it is read from its head and tail. Any
+    /// other result decodes as `serde_json::from_str(&json[range])` does, to the same
+    /// value.
     ///
     /// # Errors
     /// When `json[range]` is not a `CallToolResult` (or `range` is not within `json`).
@@ -549,6 +568,16 @@ impl CallToolResult {
                 "the result's range is not in its text",
             ));
         };
+        // A small result as `write_json` writes one plain text block: its text is the
+        // one string literal between the head and the tail, read in one pass.
+        if range.len() < LARGE_TEXT_BYTES
+            && let Some((text, is_error)) = small_plain_text(result)
+        {
+            return Ok(CallToolResult {
+                is_error,
+                ..CallToolResult::text(text)
+            });
+        }
         // The one shape decoded in place: anything else (annotations, `_meta`, more
         // blocks, structured content, unknown members, duplicates) fails here.
         #[derive(Deserialize)]

@@ -1,5 +1,6 @@
 //! `CallToolResult::from_json_in` decodes every result to what `serde_json::from_str`
-//! does, whether it takes the frame's buffer (one large plain text block) or not.
+//! does, whether it takes the frame's buffer (one large plain text block), reads a small
+//! plain text block from its head and tail, or takes the general decoder.
 
 use mcpflow_protocol::CallToolResult;
 
@@ -85,6 +86,34 @@ fn large_plain_text_in_every_form_decodes_as_serde_json_does() {
 }
 
 #[test]
+fn small_plain_text_in_every_form_decodes_as_serde_json_does() {
+    for text in [
+        "",
+        "x",
+        "hello from the benchmark",
+        "line \"one\"\\\n€ tab\t日本🎉",
+        "\u{1}\u{7f}\u{2028}",
+    ] {
+        let lit = literal(text);
+        for result in [
+            format!(r#"{{"content":[{{"type":"text","text":{lit}}}]}}"#),
+            format!(r#"{{"content":[{{"text":{lit},"type":"text"}}],"isError":true}}"#),
+            format!(r#"{{"isError":false,"content":[{{"type":"text","text":{lit}}}]}}"#),
+            format!(r#"{{"content":[{{"type":"text","text":{lit}}}],"isError":null}}"#),
+            format!(" {{ \"content\" : [ {{ \"type\" : \"text\" , \"text\" : {lit} }} ] }} "),
+        ] {
+            let decoded = agrees(&result).expect("a valid result");
+            assert_eq!(decoded.content[0].as_text(), Some(text), "{result}");
+        }
+    }
+    let escaped = r#"{"content":[{"type":"text","text":"\/\u0041\ud83c\udf89"}]}"#;
+    assert_eq!(
+        agrees(escaped).expect("decodes").content[0].as_text(),
+        Some("/A🎉")
+    );
+}
+
+#[test]
 fn other_shapes_decode_as_serde_json_does() {
     let lit = literal(&large("text \"with\" escapes\n"));
     for result in [
@@ -103,6 +132,17 @@ fn other_shapes_decode_as_serde_json_does() {
         format!(r#"{{"contents":[{{"type":"text","text":{lit}}}]}}"#),
         format!("[{lit}]"),
         r#"{"content":[{"type":"text","text":"small"}]}"#.to_owned(),
+        // Near misses of the layout a small result is read from its head and tail in.
+        r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":"a"}],"isError":true}]}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":"a","annotations":{}}]}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"isError":true}}"#
+            .to_owned(),
+        r#"{"content":[{"type":"text","text":"a"}],"isError":false,"isError":true}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":"a"}],"isError":1}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":"a\"}]}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":"a" "b"}]}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":12}]}"#.to_owned(),
         r#"{"content":[{"type":"text","text":"small"}],"isError":true}"#.to_owned(),
     ] {
         let _ = agrees(&result);
