@@ -42,6 +42,20 @@ fn literal(text: &str) -> String {
     serde_json::to_string(text).expect("a string serializes")
 }
 
+/// A result of one plain text block with the string literal `lit`, in every layout
+/// the tests read: the ones `write_json` writes, other orders, `null`, whitespace.
+fn plain_forms(lit: &str) -> [String; 7] {
+    [
+        format!(r#"{{"content":[{{"type":"text","text":{lit}}}]}}"#),
+        format!(r#"{{"content":[{{"type":"text","text":{lit}}}],"isError":false}}"#),
+        format!(r#"{{"content":[{{"type":"text","text":{lit}}}],"isError":true}}"#),
+        format!(r#"{{"content":[{{"text":{lit},"type":"text"}}],"isError":true}}"#),
+        format!(r#"{{"isError":false,"content":[{{"type":"text","text":{lit}}}]}}"#),
+        format!(r#"{{"content":[{{"type":"text","text":{lit}}}],"isError":null}}"#),
+        format!(" {{ \"content\" : [ {{ \"type\" : \"text\" , \"text\" : {lit} }} ] }} "),
+    ]
+}
+
 #[test]
 fn large_plain_text_in_every_form_decodes_as_serde_json_does() {
     let texts = [
@@ -53,13 +67,7 @@ fn large_plain_text_in_every_form_decodes_as_serde_json_does() {
     ];
     for text in &texts {
         let lit = literal(text);
-        for result in [
-            format!(r#"{{"content":[{{"type":"text","text":{lit}}}]}}"#),
-            format!(r#"{{"content":[{{"text":{lit},"type":"text"}}],"isError":true}}"#),
-            format!(r#"{{"isError":false,"content":[{{"type":"text","text":{lit}}}]}}"#),
-            format!(r#"{{"content":[{{"type":"text","text":{lit}}}],"isError":null}}"#),
-            format!(" {{ \"content\" : [ {{ \"type\" : \"text\" , \"text\" : {lit} }} ] }} "),
-        ] {
+        for result in plain_forms(&lit) {
             let decoded = agrees(&result).expect("a valid result");
             // The text kept the frame's buffer (a copy would be exactly its size).
             let Some(mcpflow_protocol::ContentBlock::Text(block)) = decoded.content.first() else {
@@ -95,13 +103,7 @@ fn small_plain_text_in_every_form_decodes_as_serde_json_does() {
         "\u{1}\u{7f}\u{2028}",
     ] {
         let lit = literal(text);
-        for result in [
-            format!(r#"{{"content":[{{"type":"text","text":{lit}}}]}}"#),
-            format!(r#"{{"content":[{{"text":{lit},"type":"text"}}],"isError":true}}"#),
-            format!(r#"{{"isError":false,"content":[{{"type":"text","text":{lit}}}]}}"#),
-            format!(r#"{{"content":[{{"type":"text","text":{lit}}}],"isError":null}}"#),
-            format!(" {{ \"content\" : [ {{ \"type\" : \"text\" , \"text\" : {lit} }} ] }} "),
-        ] {
+        for result in plain_forms(&lit) {
             let decoded = agrees(&result).expect("a valid result");
             assert_eq!(decoded.content[0].as_text(), Some(text), "{result}");
         }
