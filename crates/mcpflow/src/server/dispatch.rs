@@ -65,8 +65,10 @@ const LARGE_RESULT_BYTES: usize = 1024 * 1024;
 /// final size instead of one that doubles its way there (which would hold the old and
 /// the new buffer at once: half as much memory again, at the peak, as the result).
 fn tool_result(call: CallToolResult) -> Result<Reply, ErrorObject> {
-    if call.payload_len() < LARGE_RESULT_BYTES {
-        return result(&call);
+    let len = call.payload_len();
+    if len < LARGE_RESULT_BYTES {
+        // The same bytes as `result(&call)`, written by the result's own writer.
+        return Reply::written(len + 64, |out| call.write_json(out)).map_err(ErrorObject::internal);
     }
     let out = call.into_json().map_err(ErrorObject::internal)?;
     let text = String::from_utf8(out).map_err(ErrorObject::internal)?;

@@ -49,9 +49,18 @@ impl Reply {
     /// # Errors
     /// When `value`'s `Serialize` implementation fails (a map with non-string keys, say).
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Reply, serde_json::Error> {
-        let mut buf = Vec::with_capacity(HEADROOM + 128);
+        Reply::written(128, |buf| serde_json::to_writer(buf, value))
+    }
+
+    /// The result `write` appends as JSON to a buffer with room for about `len` bytes
+    /// of it. What `write` appends must be one JSON value.
+    pub(crate) fn written(
+        len: usize,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+    ) -> Result<Reply, serde_json::Error> {
+        let mut buf = Vec::with_capacity(HEADROOM + len);
         buf.resize(HEADROOM, b' ');
-        serde_json::to_writer(&mut buf, value)?;
+        write(&mut buf)?;
         Ok(Reply(Body::Framed {
             buf,
             start: HEADROOM,
@@ -61,7 +70,7 @@ impl Reply {
     /// The result's JSON text.
     pub fn get(&self) -> &str {
         match &self.0 {
-            // Written by serde_json after ASCII spaces: valid UTF-8.
+            // JSON written after ASCII spaces: valid UTF-8.
             Body::Framed { buf, start } => std::str::from_utf8(&buf[*start..]).unwrap_or(""),
             Body::Raw(raw) => raw.get(),
         }
