@@ -40,6 +40,12 @@ impl FramePool {
         buf
     }
 
+    /// Whether `buf` is one of the pool's buffers (any of [`SLOT`] bytes), which the
+    /// writer keeps to give back; any other it frees once written.
+    pub(crate) fn takes(buf: &Vec<u8>) -> bool {
+        buf.capacity() == SLOT
+    }
+
     /// Take back written frames: the pooled buffers among `written`, emptied, while
     /// the pool has room. `written` is left empty.
     pub(crate) fn give_back(&self, written: &mut Vec<Vec<u8>>) {
@@ -48,7 +54,7 @@ impl FramePool {
         }
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
         for mut buf in written.drain(..) {
-            if buf.capacity() == SLOT && spare.len() < KEPT {
+            if FramePool::takes(&buf) && spare.len() < KEPT {
                 buf.clear();
                 spare.push(buf);
             }
@@ -84,6 +90,14 @@ mod tests {
             "the written frame's buffer is used again"
         );
         assert_eq!(second, b"{}");
+    }
+
+    #[test]
+    fn only_the_pools_own_buffers_are_taken_back() {
+        let pool = FramePool::default();
+        assert!(FramePool::takes(&pool.copy(b"{}".to_vec())));
+        assert!(!FramePool::takes(&vec![b' '; SLOT + 1]));
+        assert!(!FramePool::takes(&Vec::with_capacity(64)));
     }
 
     #[test]

@@ -402,7 +402,12 @@ async fn write_batch<W: FrameWriter>(
             }
             _ => {}
         }
-        written.push(write_one(writer, frame).await?);
+        let bytes = write_one(writer, frame).await?;
+        // A pooled buffer waits for the batch's end to go back; any other (a large
+        // frame above all) is freed as soon as it is written.
+        if FramePool::takes(&bytes) {
+            written.push(bytes);
+        }
     }
     writer.flush().await
 }
@@ -417,6 +422,53 @@ mod tests {
             kind: FrameKind::Response(Some(RequestId::number(1))),
             related: None,
         }
+    }
+
+    /// Records every frame written.
+    #[derive(Default)]
+    struct Recorder(Vec<Vec<u8>>);
+
+    impl FrameWriter for Recorder {
+        async fn write_frame(
+            &mut self,
+            frame: &[u8],
+            _meta: &FrameMeta,
+        ) -> Result<(), crate::error::TransportError> {
+            self.0.push(frame.to_vec());
+            Ok(())
+        }
+        async fn flush(&mut self) -> Result<(), crate::error::TransportError> {
+            Ok(())
+        }
+        async fn close(&mut self) {}
+    }
+
+    #[tokio::test]
+    async fn a_batch_keeps_only_pooled_buffers_until_its_end() {
+        let pool = FramePool::default();
+        let (_control_tx, mut control) = mpsc::channel(8);
+        let (outbound_tx, mut outbound) = mpsc::channel(8);
+        let large = Outbound::new(vec![b' '; SLOT * 4], meta()).pooled(&pool);
+        outbound_tx.try_send(large).unwrap();
+        let small = Outbound::new(b"{}".to_vec(), meta()).pooled(&pool);
+        let (mut writer, mut written) = (Recorder::default(), Vec::new());
+        let mut notified = Notified::default();
+        let batch = write_batch(
+            &mut writer,
+            small,
+            &mut control,
+            &mut outbound,
+            &mut notified,
+            &mut written,
+        );
+        batch.await.unwrap();
+        assert_eq!(writer.0.len(), 2, "both frames written");
+        assert_eq!(
+            written.len(),
+            1,
+            "only the pooled buffer waits for the pool"
+        );
+        assert!(written.iter().all(FramePool::takes));
     }
 
     #[test]
