@@ -139,6 +139,10 @@ struct ToolCallParams<'a> {
     _task: Option<mcpflow_protocol::tasks::TaskMetadata>,
 }
 
+/// Brackets the arguments of [`ToolCallParams::plain`] may open, at most: well under
+/// serde_json's nesting limit of 128.
+const MAX_PLAIN_OPENINGS: usize = 100;
+
 impl<'a> ToolCallParams<'a> {
     /// Params laid out as this SDK's client writes them, read without the general
     /// decoder: `{"_meta":{"progressToken":N},"name":"NAME","arguments":{...}}`, with or
@@ -163,6 +167,11 @@ impl<'a> ToolCallParams<'a> {
             rest => {
                 let object = rest.strip_prefix(r#","arguments":"#)?.strip_suffix('}')?;
                 object.starts_with('{').then_some(())?;
+                // serde_json refuses nesting past a limit counted from where it starts,
+                // the params for the general decoder, one level out from here: deeply
+                // nested arguments are left to it, so both refuse the same ones.
+                let openings = object.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+                (openings < MAX_PLAIN_OPENINGS).then_some(())?;
                 Some(serde_json::from_str(object).ok()?)
             }
         };
@@ -476,6 +485,31 @@ mod tests {
         ] {
             assert!(ToolCallParams::plain(params).is_none(), "{params}");
         }
+        // Nesting the general decoder refuses (serde_json's limit, counted from the
+        // params) is refused here too, by leaving it to that decoder.
+        for depth in [100, 126, 127, 200] {
+            let params = format!(
+                r#"{{"name":"echo","arguments":{{"a":{}{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            assert!(ToolCallParams::plain(&params).is_none(), "depth {depth}");
+        }
+        assert!(
+            general(&format!(
+                r#"{{"name":"echo","arguments":{{"a":{}{}}}}}"#,
+                "[".repeat(126),
+                "]".repeat(126)
+            ))
+            .is_none(),
+            "the general decoder's own limit"
+        );
+        let nested = format!(
+            r#"{{"name":"echo","arguments":{{"a":{}{}}}}}"#,
+            "[".repeat(20),
+            "]".repeat(20)
+        );
+        assert!(ToolCallParams::plain(&nested).is_some(), "moderate nesting");
     }
 
     #[test]
