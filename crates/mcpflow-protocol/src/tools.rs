@@ -310,16 +310,26 @@ impl CallToolRequestParams {
 /// with `,"isError":BOOL` after the list. `LITERAL` must parse as one JSON string, so
 /// what matches is a well-formed result of that shape; anything else is `None`.
 fn small_plain_text(result: &str) -> Option<(String, Option<bool>)> {
-    let rest = result.strip_prefix(r#"{"content":[{"type":"text","text":"#)?;
-    let (literal, is_error) = [
-        ("}]}", None),
-        (r#"}],"isError":false}"#, Some(false)),
-        (r#"}],"isError":true}"#, Some(true)),
-    ]
-    .into_iter()
-    .find_map(|(tail, is_error)| Some((rest.strip_suffix(tail)?, is_error)))?;
+    let rest = result.strip_prefix(PLAIN_TEXT_HEAD)?;
+    let (literal, is_error) = [None, Some(false), Some(true)]
+        .into_iter()
+        .find_map(|is_error| Some((rest.strip_suffix(plain_text_tail(is_error))?, is_error)))?;
     let text = serde_json::from_str::<String>(literal).ok()?;
     Some((text, is_error))
+}
+
+/// What comes before the text's string literal in a result of one plain text block, as
+/// this crate writes it.
+const PLAIN_TEXT_HEAD: &str = r#"{"content":[{"type":"text","text":"#;
+
+/// What comes after the text's string literal in a result of one plain text block with
+/// this `isError`, as this crate writes it.
+fn plain_text_tail(is_error: Option<bool>) -> &'static str {
+    match is_error {
+        None => "}]}",
+        Some(false) => r#"}],"isError":false}"#,
+        Some(true) => r#"}],"isError":true}"#,
+    }
 }
 
 /// A result at least this long is decoded in place by [`CallToolResult::from_json_in`];
@@ -523,15 +533,10 @@ impl CallToolResult {
                 ContentBlock::Text(t) if t.annotations.is_none() && t.meta.is_none() && t.extra.is_empty()
             );
         if plain && let Some(ContentBlock::Text(text)) = self.content.pop() {
-            let suffix: &[u8] = match self.is_error {
-                None => b"}]}",
-                Some(false) => br#"}],"isError":false}"#,
-                Some(true) => br#"}],"isError":true}"#,
-            };
             return Ok(crate::json_text::wrap_in_place(
                 text.text,
-                br#"{"content":[{"type":"text","text":"#,
-                suffix,
+                PLAIN_TEXT_HEAD.as_bytes(),
+                plain_text_tail(self.is_error).as_bytes(),
             ));
         }
         let payload = self.payload_len();

@@ -150,9 +150,8 @@ impl<'a> ToolCallParams<'a> {
     /// arguments must parse as one object. `params` is JSON the reader already
     /// checked; any other layout is `None`, and takes the general decoder.
     fn plain(params: &'a str) -> Option<Self> {
-        let rest = match params.strip_prefix(r#"{"_meta":{"progressToken":"#) {
-            Some(token) => {
-                let (digits, rest) = token.split_once('}')?;
+        let rest = match crate::session::split_leading_token(params) {
+            Some((digits, rest)) => {
                 (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(())?;
                 rest.strip_prefix(r#","name":""#)?
             }

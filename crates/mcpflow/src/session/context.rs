@@ -180,8 +180,7 @@ fn meta_of(params: &str) -> (Option<MetaText>, Option<Box<RawValue>>) {
 /// integer `N`, as this SDK writes them: read without parsing anything else. What
 /// follows that `_meta` is the handler's to check, as with [`find_meta`].
 fn leading_token(params: &str) -> Option<Box<RawValue>> {
-    let rest = params.strip_prefix(r#"{"_meta":{"progressToken":"#)?;
-    let (digits, _) = rest.split_at_checked(rest.find('}')?)?;
+    let (digits, _) = super::split_leading_token(params)?;
     integer_token(digits)
 }
 

@@ -66,21 +66,19 @@ pub(crate) fn opens_request(frame: &[u8]) -> bool {
     let Some(rest) = frame.strip_prefix(ID_FIRST) else {
         return false;
     };
-    let id_len = match rest.split_first() {
+    let mut head = Head { bytes: rest, at: 0 };
+    if rest.starts_with(b"\"") {
         // A string id with escapes is left to the other readers.
-        Some((b'"', string)) => string
+        if head.plain_string().is_none() {
+            return false;
+        }
+    } else {
+        head.at = rest
             .iter()
-            .position(|b| *b == b'"' || *b == b'\\')
-            .filter(|n| string[*n] == b'"')
-            .map(|n| n + 2),
-        _ => Some(
-            rest.iter()
-                .take_while(|b| b.is_ascii_digit() || **b == b'-')
-                .count(),
-        ),
-    };
-    id_len
-        .and_then(|n| rest.get(n..))
+            .take_while(|b| b.is_ascii_digit() || **b == b'-')
+            .count();
+    }
+    rest.get(head.at..)
         .is_some_and(|after| after.starts_with(br#","method":"#))
 }
 

@@ -580,11 +580,24 @@ fn request_frame<P: Serialize + ?Sized>(
     Ok((bytes, None))
 }
 
+/// How a request's progress token opens, as [`write_progress_member`] writes it.
+const TOKEN_MEMBER: &str = r#""_meta":{"progressToken":"#;
+
 /// Append `"_meta":{"progressToken":ID}`, a member of a request's params.
 fn write_progress_member(out: &mut Vec<u8>, id: i64) {
-    out.extend_from_slice(br#""_meta":{"progressToken":"#);
+    out.extend_from_slice(TOKEN_MEMBER.as_bytes());
     out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
     out.push(b'}');
+}
+
+/// Params that open with a progress token as this SDK's requests write it first
+/// (`{"_meta":{"progressToken":TOKEN}` and the rest): the token's text, and what
+/// follows its `}`. `None` for params laid out any other way.
+pub(crate) fn split_leading_token(params: &str) -> Option<(&str, &str)> {
+    params
+        .strip_prefix('{')?
+        .strip_prefix(TOKEN_MEMBER)?
+        .split_once('}')
 }
 
 /// Put the progress token and `_meta` entries into the params, as the options ask.
@@ -1074,8 +1087,10 @@ mod tests {
             "requests were pooled"
         );
         assert!(server.peer().shared.pool.spare() > 0, "answers were pooled");
-        client.close().await;
-        server.close().await;
+        let closed = async { tokio::join!(client.close(), server.close()) };
+        tokio::time::timeout(std::time::Duration::from_secs(10), closed)
+            .await
+            .expect("the two sessions of the burst did not close within 10 s");
     }
 
     #[test]

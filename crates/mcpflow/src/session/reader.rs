@@ -150,18 +150,13 @@ impl Router {
         match frame {
             InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
             InboundFrame::Message(bytes) if head::opens_request(&bytes) => {
-                match head::request_head(&bytes) {
-                    Some(request) => self.route(Message::Request(request), replies),
-                    None => self.decode_and_route(&bytes, replies),
+                self.request_or_decode(&bytes, replies);
+            }
+            InboundFrame::Message(bytes) => {
+                if let Some(bytes) = self.response_in_place(bytes) {
+                    self.request_or_decode(&bytes, replies);
                 }
             }
-            InboundFrame::Message(bytes) => match self.response_in_place(bytes) {
-                None => {}
-                Some(bytes) => match head::request_head(&bytes) {
-                    Some(request) => self.route(Message::Request(request), replies),
-                    None => self.decode_and_route(&bytes, replies),
-                },
-            },
             InboundFrame::RequestFailed { id, error } => {
                 if !self.shared.pending.complete(
                     &id,
@@ -187,6 +182,14 @@ impl Router {
                     );
                 }
             }
+        }
+    }
+
+    /// A request read from its head, or else any frame by the full decode.
+    fn request_or_decode(&mut self, bytes: &[u8], replies: &mut Replies) {
+        match head::request_head(bytes) {
+            Some(request) => self.route(Message::Request(request), replies),
+            None => self.decode_and_route(bytes, replies),
         }
     }
 

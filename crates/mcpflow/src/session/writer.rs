@@ -461,7 +461,10 @@ mod tests {
             &mut notified,
             &mut written,
         );
-        batch.await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), batch)
+            .await
+            .expect("a batch of two frames was not written within 10 s")
+            .unwrap();
         assert_eq!(writer.0.len(), 2, "both frames written");
         assert_eq!(
             written.len(),
