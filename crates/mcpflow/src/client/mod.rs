@@ -60,7 +60,7 @@ use cache::ListCache;
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;
-use crate::session::{BoxFuture, Peer, RequestOptions, ResultJson, Session};
+use crate::session::{BoxFuture, Peer, RequestOptions, Session};
 use crate::transport::Transport;
 
 /// Most pages an all-pages helper follows before giving up (a server that never stops
@@ -528,15 +528,7 @@ impl ClientHandle {
         params: &CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
-        // A large text result takes the buffer it was read into (see
-        // `CallToolResult::from_json_in`): no second copy of a file's contents.
-        let result = self
-            .peer
-            .request_decoded(method::TOOLS_CALL, params, options, |json| match json {
-                ResultJson::InFrame { frame, range } => CallToolResult::from_json_in(frame, range),
-                owned => serde_json::from_str(owned.get()),
-            })
-            .await?;
+        let result = self.request::<methods::CallTool>(params, options).await?;
         self.check_output(&params.name, &result)?;
         Ok(result)
     }
