@@ -1,7 +1,7 @@
-//! JSON string literals written a chunk at a time: the bytes `serde_json` writes. Where
-//! serde_json looks up each byte in turn, this checks 32 at once, so long runs without
-//! escapes go several times faster; text dense with escapes costs about the same.
-//! [`wrap_in_place`] writes one inside the text's own buffer.
+//! JSON string literals written a chunk at a time: the bytes `serde_json` writes, but
+//! checked 32 bytes at once rather than one by one, as long texts without escapes are
+//! what tool results mostly carry. [`wrap_in_place`] writes one inside the text's own
+//! buffer.
 
 /// Bytes checked at once for anything that needs an escape.
 const CHUNK: usize = 32;
@@ -150,14 +150,14 @@ static ESCAPE: [u8; 256] = {
 };
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     #![allow(clippy::unwrap_used)] // panics are how tests fail
 
     use super::*;
 
     /// `len` characters, mostly `x` (so runs and chunks of both kinds occur), about one
     /// in `one_in` an escape of some kind or a multi-byte character; `seed` advances.
-    pub(crate) fn scattered(len: usize, one_in: u64, seed: &mut u64) -> String {
+    fn scattered(len: usize, one_in: u64, seed: &mut u64) -> String {
         let alphabet: Vec<char> = "ab \"\\\n\r\t\u{8}\u{c}\u{1}\u{1f}é日🎉".chars().collect();
         (0..len)
             .map(|_| {

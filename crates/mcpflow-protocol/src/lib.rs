@@ -32,7 +32,6 @@
 //! - [`tasks`]: 2025-11-25 tasks (experimental).
 
 mod json_text;
-mod json_unescape;
 pub mod jsonrpc;
 
 pub mod capabilities;
