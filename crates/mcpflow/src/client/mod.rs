@@ -28,305 +28,51 @@
 //! Callbacks run concurrently with everything else (server requests in their own
 //! tasks, notifications on the notification lane), so they may call the server back.
 
+mod builder;
 mod cache;
+mod output;
 mod pages;
 mod service;
 
-use pages::{all_pages, all_pages_fetch};
-use service::ClientService;
+pub use builder::{
+    ClientBuilder, ConnectError, ElicitationHandler, LogHandler, NotificationHandler, RootsHandler,
+    SamplingHandler,
+};
 
 use std::fmt;
-use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use mcpflow_protocol::jsonrpc::Notification;
+use builder::Handlers;
+use cache::ListCache;
+use output::OutputValidators;
+use pages::{all_pages, all_pages_fetch};
+
 use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
 use mcpflow_protocol::resources::{Resource, ResourceTemplate, SubscribeRequestParams};
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams,
-    CompleteResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, EmptyParams, ErrorObject, GetPromptRequestParams, GetPromptResult,
-    HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    LoggingLevel, LoggingMessageNotificationParams, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResult, RequestMethod, Root, SetLevelRequestParams,
-    Tool,
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, EmptyParams,
+    GetPromptRequestParams, GetPromptResult, Implementation, InitializeResult, LoggingLevel,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
+    RequestMethod, SetLevelRequestParams, Tool,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use cache::ListCache;
-
-use crate::config::SessionConfig;
 use crate::error::SessionError;
-use crate::session::{BoxFuture, Peer, RequestOptions, Session};
-use crate::transport::Transport;
+use crate::session::{Peer, RequestOptions, Session};
 
 /// Most pages an all-pages helper follows before giving up (a server that never stops
 /// returning cursors).
 const MAX_PAGES: usize = 1000;
 
-/// Answers `sampling/createMessage`.
-pub type SamplingHandler = Arc<
-    dyn Fn(
-            CreateMessageRequestParams,
-            ClientHandle,
-        ) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
-        + Send
-        + Sync,
->;
-/// Answers `elicitation/create` (form and URL modes).
-pub type ElicitationHandler = Arc<
-    dyn Fn(
-            ElicitRequestParams,
-            ClientHandle,
-        ) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>>
-        + Send
-        + Sync,
->;
-/// Answers `roots/list`.
-pub type RootsHandler =
-    Arc<dyn Fn(ClientHandle) -> BoxFuture<'static, Result<Vec<Root>, ErrorObject>> + Send + Sync>;
-/// Receives `notifications/message`, on the notification lane.
-pub type LogHandler = Arc<
-    dyn Fn(LoggingMessageNotificationParams, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync,
->;
-/// Receives every server notification, on the notification lane, in receive order.
-pub type NotificationHandler =
-    Arc<dyn Fn(Notification, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// The handshake failed.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConnectError {
-    /// `initialize` did not succeed.
-    #[error("initialize failed: {0}")]
-    Initialize(#[from] SessionError),
-    /// The server chose a protocol version this client does not speak.
-    #[error(
-        "the server chose protocol version {chosen}, which this client does not support (supported: {supported})"
-    )]
-    UnsupportedVersion {
-        /// What the server answered.
-        chosen: String,
-        /// What this client speaks.
-        supported: String,
-    },
-}
-
-/// Builds a [`Client`]: identity, callbacks, limits.
-#[must_use]
-pub struct ClientBuilder {
-    info: Implementation,
-    protocol_version: ProtocolVersion,
-    config: SessionConfig,
-    handlers: Handlers,
-}
-
-#[derive(Default, Clone)]
-struct Handlers {
-    sampling: Option<SamplingHandler>,
-    elicitation: Option<ElicitationHandler>,
-    url_elicitation: bool,
-    roots: Option<RootsHandler>,
-    roots_list_changed: bool,
-    log: Option<LogHandler>,
-    notification: Option<NotificationHandler>,
-}
-
-impl fmt::Debug for ClientBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientBuilder")
-            .field("info", &self.info)
-            .field("protocol_version", &self.protocol_version)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ClientBuilder {
-    /// The protocol version to ask for (default: the newest handshake version,
-    /// 2025-11-25). The server may answer with an older one it supports.
-    pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
-        self.protocol_version = version;
-        self
-    }
-
-    /// Limits and timeouts of the connection.
-    pub fn session_config(mut self, config: SessionConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Serve `sampling/createMessage` (declares the `sampling` capability). The handler
-    /// may call the server back.
-    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(CreateMessageRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
-    {
-        self.handlers.sampling = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
-        self
-    }
-
-    /// Serve `elicitation/create` in form mode, and in URL mode too when `url_mode`
-    /// (declares the `elicitation` capability with those modes).
-    pub fn on_elicitation<F, Fut>(mut self, url_mode: bool, handler: F) -> Self
-    where
-        F: Fn(ElicitRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
-    {
-        self.handlers.elicitation = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
-        self.handlers.url_elicitation = url_mode;
-        self
-    }
-
-    /// Serve `roots/list` (declares `roots` with `listChanged`; tell the server about
-    /// changes with [`ClientHandle::notify_roots_list_changed`]).
-    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(ClientHandle) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
-    {
-        self.handlers.roots = Some(Arc::new(move |c| Box::pin(handler(c))));
-        self.handlers.roots_list_changed = true;
-        self
-    }
-
-    /// Serve a fixed list of roots.
-    pub fn roots(self, roots: Vec<Root>) -> Self {
-        let roots = Arc::new(roots);
-        self.on_roots(move |_| {
-            let roots = roots.clone();
-            async move { Ok(roots.as_ref().clone()) }
-        })
-    }
-
-    /// Receive log messages (`notifications/message`) on the notification lane. The
-    /// handler may await requests to the server.
-    pub fn on_log<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(LoggingMessageNotificationParams, ClientHandle) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        self.handlers.log = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
-        self
-    }
-
-    /// Receive every server notification on the notification lane, one at a time, in
-    /// receive order (after the built-in handling: log handler, list refresh). The
-    /// handler may await requests to the server.
-    pub fn on_notification<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(Notification, ClientHandle) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        self.handlers.notification = Some(Arc::new(move |n, c| Box::pin(handler(n, c))));
-        self
-    }
-
-    fn capabilities(&self) -> ClientCapabilities {
-        let mut caps = ClientCapabilities::default();
-        if self.handlers.sampling.is_some() {
-            caps = caps.with_sampling();
-        }
-        if self.handlers.elicitation.is_some() {
-            caps = caps.with_elicitation();
-            if self.handlers.url_elicitation
-                && let Some(e) = caps.elicitation.as_mut()
-            {
-                e.form = Some(JsonObject::new());
-                e.url = Some(JsonObject::new());
-            }
-        }
-        if self.handlers.roots.is_some() {
-            caps = caps.with_roots(self.handlers.roots_list_changed);
-        }
-        caps
-    }
-
-    /// Start the engine on `transport` and run the handshake: `initialize` (never
-    /// cancelled, bounded by the request timeout), then `notifications/initialized`.
-    ///
-    /// # Errors
-    /// [`ConnectError`] when `initialize` fails or the server picks a version this
-    /// client does not speak.
-    pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
-        let capabilities = self.capabilities();
-        let shared = Arc::new(ClientShared {
-            handlers: self.handlers.clone(),
-            server: OnceLock::new(),
-            caches: OnceLock::new(),
-            output_validators: std::sync::Mutex::new(OutputValidators::new()),
-        });
-        let service = Arc::new(ClientService {
-            shared: shared.clone(),
-        });
-        let session = Session::start(transport, service, self.config);
-        let handle = ClientHandle {
-            peer: session.peer().clone(),
-            shared,
-        };
-        let _ = handle.shared.caches.set(Caches::new(&handle.peer));
-        let params = InitializeRequestParams::new(self.protocol_version, capabilities, self.info);
-        let init: Result<InitializeResult, SessionError> = handle
-            .peer
-            .request(
-                method::INITIALIZE,
-                &params,
-                RequestOptions::new().never_cancel(),
-            )
-            .await;
-        let init = match init {
-            Ok(init) => init,
-            Err(e) => {
-                session.close().await;
-                return Err(e.into());
-            }
-        };
-        if !HANDSHAKE_VERSIONS.contains(&init.protocol_version) {
-            session.close().await;
-            return Err(ConnectError::UnsupportedVersion {
-                chosen: init.protocol_version.as_str().to_owned(),
-                supported: HANDSHAKE_VERSIONS
-                    .iter()
-                    .map(ProtocolVersion::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        }
-        handle
-            .peer
-            .set_accept_batches(init.protocol_version.supports_batches());
-        let _ = handle.shared.server.set(init);
-        if let Err(e) = handle
-            .peer
-            .notify_raw(method::INITIALIZED, Some(&EmptyParams::default()))
-            .await
-        {
-            session.close().await;
-            return Err(e.into());
-        }
-        Ok(Client { handle, session })
-    }
-}
-
+/// What the client's handles and its service share.
 struct ClientShared {
     handlers: Handlers,
     server: OnceLock<InitializeResult>,
     caches: OnceLock<Caches>,
-    /// Compiled `outputSchema`s by tool name.
-    output_validators: std::sync::Mutex<OutputValidators>,
-}
-
-type OutputValidators = std::collections::HashMap<String, OutputValidator>;
-
-/// A tool's compiled `outputSchema` (`None`: it does not compile), with the schema and
-/// the tool list it was last found in.
-struct OutputValidator {
-    list: Arc<Vec<Tool>>,
-    schema: JsonObject,
-    validator: Option<Arc<jsonschema::Validator>>,
+    output_validators: OutputValidators,
 }
 
 /// A typed tool call did not produce the expected value.
@@ -354,6 +100,7 @@ pub enum ToolCallError {
     },
 }
 
+/// The lists that refresh themselves on `list_changed` ([`ClientHandle::tools`] and the like).
 struct Caches {
     tools: Arc<ListCache<Tool>>,
     prompts: Arc<ListCache<Prompt>>,
@@ -577,88 +324,6 @@ impl ClientHandle {
         })
     }
 
-    /// Check `structuredContent` against the tool's `outputSchema`, when the tool list
-    /// has been loaded and declares one. Tool errors are not checked.
-    fn check_output(&self, tool: &str, result: &CallToolResult) -> Result<(), SessionError> {
-        if result.is_error() {
-            return Ok(());
-        }
-        let Some(tools) = self.caches().tools.snapshot() else {
-            return Ok(());
-        };
-        let Some(schema) = tools
-            .iter()
-            .find(|t| t.name == tool)
-            .and_then(|t| t.output_schema.as_ref())
-        else {
-            return Ok(());
-        };
-        let invalid = |detail: String| SessionError::Codec {
-            method: method::TOOLS_CALL.into(),
-            detail: format!("tool `{tool}`: {detail}"),
-        };
-        let Some(structured) = &result.structured_content else {
-            return Err(invalid(
-                "the tool declares an outputSchema but returned no structuredContent".to_owned(),
-            ));
-        };
-        let validator = self.output_validator(tool, &tools, schema);
-        let Some(validator) = validator else {
-            tracing::warn!(%tool, "the tool's outputSchema does not compile; its output is not checked");
-            return Ok(());
-        };
-        let errors: Vec<String> = validator
-            .iter_errors(structured)
-            .take(5)
-            .map(|e| format!("{}: {e}", e.instance_path()))
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(invalid(format!(
-                "structuredContent does not match its outputSchema: {}",
-                errors.join("; ")
-            )))
-        }
-    }
-
-    /// The compiled `outputSchema` of `tool` as `tools` (the current list) declares it.
-    /// Compiled once per schema: a call with the same list costs a pointer comparison,
-    /// and a refreshed list a comparison of the schema with the one compiled.
-    fn output_validator(
-        &self,
-        tool: &str,
-        tools: &Arc<Vec<Tool>>,
-        schema: &JsonObject,
-    ) -> Option<Arc<jsonschema::Validator>> {
-        let mut cache = self
-            .shared
-            .output_validators
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(known) = cache.get_mut(tool) {
-            if Arc::ptr_eq(&known.list, tools) {
-                return known.validator.clone();
-            }
-            if known.schema == *schema {
-                known.list = tools.clone();
-                return known.validator.clone();
-            }
-        }
-        let validator = jsonschema::validator_for(&serde_json::Value::Object(schema.clone()))
-            .ok()
-            .map(Arc::new);
-        cache.insert(
-            tool.to_owned(),
-            OutputValidator {
-                list: tools.clone(),
-                schema: schema.clone(),
-                validator: validator.clone(),
-            },
-        );
-        validator
-    }
-
     /// Start a tool call and read its progress as a stream
     /// ([`PendingRequest::next_event`](crate::PendingRequest::next_event)).
     ///
@@ -816,12 +481,7 @@ impl Deref for Client {
 impl Client {
     /// Start building a client named `name` at `version`.
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ClientBuilder {
-        ClientBuilder {
-            info: Implementation::new(name, version),
-            protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
-            config: SessionConfig::default(),
-            handlers: Handlers::default(),
-        }
+        ClientBuilder::new(Implementation::new(name, version))
     }
 
     /// A handle that outlives borrows of the client (for tasks and callbacks).

@@ -1,0 +1,277 @@
+//! Building a client: identity, callbacks and limits, then the handshake that
+//! [`ClientBuilder::connect`] runs.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use mcpflow_protocol::jsonrpc::Notification;
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, EmptyParams, ErrorObject, HANDSHAKE_VERSIONS, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, LoggingMessageNotificationParams,
+    ProtocolVersion, Root,
+};
+
+use super::output::OutputValidators;
+use super::service::ClientService;
+use super::{Caches, Client, ClientHandle, ClientShared};
+use crate::config::SessionConfig;
+use crate::error::SessionError;
+use crate::session::{BoxFuture, RequestOptions, Session};
+use crate::transport::Transport;
+
+/// Answers `sampling/createMessage`.
+pub type SamplingHandler = Arc<
+    dyn Fn(
+            CreateMessageRequestParams,
+            ClientHandle,
+        ) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// Answers `elicitation/create` (form and URL modes).
+pub type ElicitationHandler = Arc<
+    dyn Fn(
+            ElicitRequestParams,
+            ClientHandle,
+        ) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// Answers `roots/list`.
+pub type RootsHandler =
+    Arc<dyn Fn(ClientHandle) -> BoxFuture<'static, Result<Vec<Root>, ErrorObject>> + Send + Sync>;
+/// Receives `notifications/message`, on the notification lane.
+pub type LogHandler = Arc<
+    dyn Fn(LoggingMessageNotificationParams, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync,
+>;
+/// Receives every server notification, on the notification lane, in receive order.
+pub type NotificationHandler =
+    Arc<dyn Fn(Notification, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// The handshake failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// `initialize` did not succeed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[from] SessionError),
+    /// The server chose a protocol version this client does not speak.
+    #[error(
+        "the server chose protocol version {chosen}, which this client does not support (supported: {supported})"
+    )]
+    UnsupportedVersion {
+        /// What the server answered.
+        chosen: String,
+        /// What this client speaks.
+        supported: String,
+    },
+}
+
+/// Builds a [`Client`]: identity, callbacks, limits.
+#[must_use]
+pub struct ClientBuilder {
+    info: Implementation,
+    protocol_version: ProtocolVersion,
+    config: SessionConfig,
+    handlers: Handlers,
+}
+
+/// The callbacks a builder was given; the client's service answers with them.
+#[derive(Default, Clone)]
+pub(super) struct Handlers {
+    pub(super) sampling: Option<SamplingHandler>,
+    pub(super) elicitation: Option<ElicitationHandler>,
+    pub(super) url_elicitation: bool,
+    pub(super) roots: Option<RootsHandler>,
+    pub(super) roots_list_changed: bool,
+    pub(super) log: Option<LogHandler>,
+    pub(super) notification: Option<NotificationHandler>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("protocol_version", &self.protocol_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    pub(super) fn new(info: Implementation) -> ClientBuilder {
+        ClientBuilder {
+            info,
+            protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
+            config: SessionConfig::default(),
+            handlers: Handlers::default(),
+        }
+    }
+
+    /// The protocol version to ask for (default: the newest handshake version,
+    /// 2025-11-25). The server may answer with an older one it supports.
+    pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.protocol_version = version;
+        self
+    }
+
+    /// Limits and timeouts of the connection.
+    pub fn session_config(mut self, config: SessionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Serve `sampling/createMessage` (declares the `sampling` capability). The handler
+    /// may call the server back.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(CreateMessageRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+    {
+        self.handlers.sampling = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self
+    }
+
+    /// Serve `elicitation/create` in form mode, and in URL mode too when `url_mode`
+    /// (declares the `elicitation` capability with those modes).
+    pub fn on_elicitation<F, Fut>(mut self, url_mode: bool, handler: F) -> Self
+    where
+        F: Fn(ElicitRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
+    {
+        self.handlers.elicitation = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self.handlers.url_elicitation = url_mode;
+        self
+    }
+
+    /// Serve `roots/list` (declares `roots` with `listChanged`; tell the server about
+    /// changes with [`ClientHandle::notify_roots_list_changed`]).
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
+    {
+        self.handlers.roots = Some(Arc::new(move |c| Box::pin(handler(c))));
+        self.handlers.roots_list_changed = true;
+        self
+    }
+
+    /// Serve a fixed list of roots.
+    pub fn roots(self, roots: Vec<Root>) -> Self {
+        let roots = Arc::new(roots);
+        self.on_roots(move |_| {
+            let roots = roots.clone();
+            async move { Ok(roots.as_ref().clone()) }
+        })
+    }
+
+    /// Receive log messages (`notifications/message`) on the notification lane. The
+    /// handler may await requests to the server.
+    pub fn on_log<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(LoggingMessageNotificationParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.handlers.log = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self
+    }
+
+    /// Receive every server notification on the notification lane, one at a time, in
+    /// receive order (after the built-in handling: log handler, list refresh). The
+    /// handler may await requests to the server.
+    pub fn on_notification<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Notification, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.handlers.notification = Some(Arc::new(move |n, c| Box::pin(handler(n, c))));
+        self
+    }
+
+    fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.handlers.sampling.is_some() {
+            caps = caps.with_sampling();
+        }
+        if self.handlers.elicitation.is_some() {
+            caps = caps.with_elicitation();
+            if self.handlers.url_elicitation
+                && let Some(e) = caps.elicitation.as_mut()
+            {
+                e.form = Some(JsonObject::new());
+                e.url = Some(JsonObject::new());
+            }
+        }
+        if self.handlers.roots.is_some() {
+            caps = caps.with_roots(self.handlers.roots_list_changed);
+        }
+        caps
+    }
+
+    /// Start the engine on `transport` and run the handshake: `initialize` (never
+    /// cancelled, bounded by the request timeout), then `notifications/initialized`.
+    ///
+    /// # Errors
+    /// [`ConnectError`] when `initialize` fails or the server picks a version this
+    /// client does not speak.
+    pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
+        let capabilities = self.capabilities();
+        let shared = Arc::new(ClientShared {
+            handlers: self.handlers.clone(),
+            server: OnceLock::new(),
+            caches: OnceLock::new(),
+            output_validators: OutputValidators::default(),
+        });
+        let service = Arc::new(ClientService {
+            shared: shared.clone(),
+        });
+        let session = Session::start(transport, service, self.config);
+        let handle = ClientHandle {
+            peer: session.peer().clone(),
+            shared,
+        };
+        let _ = handle.shared.caches.set(Caches::new(&handle.peer));
+        let params = InitializeRequestParams::new(self.protocol_version, capabilities, self.info);
+        let init: Result<InitializeResult, SessionError> = handle
+            .peer
+            .request(
+                method::INITIALIZE,
+                &params,
+                RequestOptions::new().never_cancel(),
+            )
+            .await;
+        let init = match init {
+            Ok(init) => init,
+            Err(e) => {
+                session.close().await;
+                return Err(e.into());
+            }
+        };
+        if !HANDSHAKE_VERSIONS.contains(&init.protocol_version) {
+            session.close().await;
+            return Err(ConnectError::UnsupportedVersion {
+                chosen: init.protocol_version.as_str().to_owned(),
+                supported: HANDSHAKE_VERSIONS
+                    .iter()
+                    .map(ProtocolVersion::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        handle
+            .peer
+            .set_accept_batches(init.protocol_version.supports_batches());
+        let _ = handle.shared.server.set(init);
+        if let Err(e) = handle
+            .peer
+            .notify_raw(method::INITIALIZED, Some(&EmptyParams::default()))
+            .await
+        {
+            session.close().await;
+            return Err(e.into());
+        }
+        Ok(Client { handle, session })
+    }
+}
