@@ -1,12 +1,12 @@
-//! Frames a peer might send, damaged at random: the decoder and the fast paths beside it
-//! never panic, and the fast paths agree with the decoder on every frame they accept.
+//! Frames a peer might send, damaged at random: the decoder never panics, and what it
+//! accepts is written back and decoded to the same message.
 //!
 //! Deterministic: a seeded generator mutates a corpus of valid frames (byte flips,
 //! truncation, insertion of JSON punctuation, splices of two frames), so a failure names
 //! the seed and the frame and reproduces exactly.
 
 use mcpflow_protocol::CallToolResult;
-use mcpflow_protocol::jsonrpc::{Decoded, Message, decode, peek_notification, peek_response};
+use mcpflow_protocol::jsonrpc::{Decoded, Message, MessageRef, decode};
 
 /// xorshift64*: small, seedable, enough to pick mutations.
 struct Rng(u64);
@@ -119,23 +119,22 @@ fn describe(message: &Message) -> String {
 /// Everything one frame must satisfy.
 fn check(frame: &[u8], seed: u64) {
     let shown = String::from_utf8_lossy(frame);
-    let decoded = decode(frame);
-    let single = match &decoded {
-        Decoded::Single(Ok(message)) => Some(message),
-        _ => None,
-    };
     // Written back out, a decoded message decodes to itself.
-    let messages: Vec<&Message> = match &decoded {
-        Decoded::Single(Ok(m)) => vec![m],
-        Decoded::Batch(items) => items.iter().filter_map(|m| m.as_ref().ok()).collect(),
+    let messages: Vec<Message> = match decode(frame) {
+        Decoded::Single(Ok(m)) => vec![m.into_owned()],
+        Decoded::Batch(items) => items
+            .into_iter()
+            .filter_map(Result::ok)
+            .map(MessageRef::into_owned)
+            .collect(),
         Decoded::Single(Err(_)) => Vec::new(),
     };
-    for message in messages {
+    for message in &messages {
         let mut out = Vec::new();
         message.write_json(&mut out);
         match decode(&out) {
             Decoded::Single(Ok(again)) => assert_eq!(
-                describe(&again),
+                describe(&again.into_owned()),
                 describe(message),
                 "seed {seed}: rewritten differently: {shown}"
             ),
@@ -144,24 +143,10 @@ fn check(frame: &[u8], seed: u64) {
                 String::from_utf8_lossy(&out)
             ),
         }
-    }
-    let Ok(text) = std::str::from_utf8(frame) else {
-        return;
-    };
-    if let Some((id, result)) = peek_response(text) {
-        match single {
-            Some(Message::Response(r)) => {
-                assert_eq!(r.id, id, "seed {seed}: id differs: {shown}");
-                assert_eq!(r.result.get(), result.get(), "seed {seed}: {shown}");
-            }
-            other => panic!(
-                "seed {seed}: peek_response took what decode calls {:?}: {shown}",
-                other.map(describe)
-            ),
-        }
-        // A result read in place decodes (or fails) without panicking, and a tool
-        // result that decodes is written back exactly as serde_json writes it.
-        if let Ok(call) = serde_json::from_str::<CallToolResult>(result.get()) {
+        // A tool result that decodes is written back exactly as serde_json writes it.
+        if let Message::Response(r) = message
+            && let Ok(call) = serde_json::from_str::<CallToolResult>(r.result.get())
+        {
             let mut ours = Vec::new();
             if call.write_json(&mut ours).is_ok() {
                 let theirs = serde_json::to_vec(&call).expect("serde_json writes it");
@@ -171,22 +156,6 @@ fn check(frame: &[u8], seed: u64) {
                     "seed {seed}: {shown}"
                 );
             }
-        }
-    }
-    if let Some((method, params)) = peek_notification(frame) {
-        match single {
-            Some(Message::Notification(n)) => {
-                assert_eq!(n.method, method, "seed {seed}: {shown}");
-                assert_eq!(
-                    n.params.as_ref().map(|p| p.get()),
-                    params.map(|p| p.get()),
-                    "seed {seed}: {shown}"
-                );
-            }
-            other => panic!(
-                "seed {seed}: peek_notification took what decode calls {:?}: {shown}",
-                other.map(describe)
-            ),
         }
     }
 }
@@ -203,7 +172,7 @@ fn the_corpus_itself_decodes() {
 }
 
 #[test]
-fn damaged_frames_never_panic_and_the_fast_paths_agree_with_the_decoder() {
+fn damaged_frames_never_panic_and_decode_to_what_they_write() {
     const ROUNDS: u64 = 30_000;
     let mut accepted = 0;
     for seed in 1..=ROUNDS {
@@ -216,7 +185,7 @@ fn damaged_frames_never_panic_and_the_fast_paths_agree_with_the_decoder() {
         }
         check(&damaged, seed);
     }
-    // The mutations must not all be fatal, or the agreement checks prove nothing.
+    // The mutations must not all be fatal, or the round-trip checks prove nothing.
     assert!(
         accepted > ROUNDS / 20,
         "only {accepted} of {ROUNDS} damaged frames decoded"

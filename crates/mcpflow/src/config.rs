@@ -8,6 +8,13 @@ use std::time::Duration;
 /// answered with `-32600`. Set per transport with `max_frame_bytes`.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 
+/// A message at least this large (64 KiB) is moved, never copied: a response's result
+/// is written after its head as a part of its own, and a result read from a frame at
+/// least this large is copied out only when it is less than half of the frame (so a
+/// small result does not keep a large frame alive). Smaller messages take whichever
+/// way is cheaper.
+pub const LARGE_MESSAGE_BYTES: usize = 64 * 1024;
+
 /// Limits and timeouts of one connection. Build with [`SessionConfig::builder`] or use
 /// [`SessionConfig::default`].
 ///

@@ -120,6 +120,7 @@ pub mod server;
 pub mod session;
 pub mod transport;
 
+pub use client::Client;
 pub use config::{SessionConfig, SessionConfigBuilder};
 pub use error::{CloseReason, SessionError, TransportError};
 /// Attribute macros that register functions as tools, prompts and resources on a
@@ -128,7 +129,9 @@ pub use error::{CloseReason, SessionError, TransportError};
 pub use mcpflow_macros::{prompt, resource, tool, tools};
 pub use mcpflow_protocol as protocol;
 pub use schemars;
+pub use server::Server;
 pub use session::{
     BoxFuture, Peer, PendingRequest, ProgressUpdate, Reply, RequestContext, RequestEvent,
     RequestOptions, Service, Session,
 };
+pub use transport::stdio::stdio;

@@ -90,9 +90,10 @@ async fn client_survives_a_misbehaving_server() {
 
 /// Responses in every layout a peer may use complete their request with exactly their
 /// result (escapes included), read typed and raw: `result` last or first, with spaces
-/// around the tokens (read in place), or after a long member (the general decode path).
-/// A truncated response is passed over, and the proper answer that follows completes
-/// the call.
+/// around the tokens, or after a long member. A truncated response is a response all the
+/// same (its members read before the cut say so): its call fails at once naming the
+/// cause, the peer gets no error back for it, a late proper answer is ignored, and the
+/// next call is served.
 #[tokio::test]
 async fn responses_in_any_layout_complete_their_requests() {
     for kind in ALL {
@@ -122,19 +123,25 @@ async fn responses_in_any_layout_complete_their_requests_over(kind: Kind) {
                 .replace("RESULT", &result.to_string());
             peer.send_text(&frame).await;
         }
-        // Unreadable: a truncated response, then the same id answered properly.
+        // Unreadable: a truncated response, then the same id answered properly (late).
         let call = peer.recv_until(|m| m["method"] == "tools/call").await;
         let id = call["id"].to_string();
         peer.send_text(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]"#
         ))
         .await;
-        let reply = peer.recv().await.unwrap();
-        assert_eq!(reply["error"]["code"], -32700, "a parse error: {reply}");
         peer.send_text(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"after"}}]}}}}"#
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"late"}}]}}}}"#
         ))
         .await;
+        // The next message is the next call: no parse error was sent for a response.
+        let next = peer.recv().await.unwrap();
+        assert_eq!(
+            next["method"], "tools/call",
+            "nothing answers a response: {next}"
+        );
+        peer.send(json!({"jsonrpc":"2.0","id":next["id"],"result":{"content":[{"type":"text","text":"after"}]}}))
+            .await;
         peer
     });
     let client = bounded("connect", Client::builder("t", "1").connect(c))
@@ -169,6 +176,17 @@ async fn responses_in_any_layout_complete_their_requests_over(kind: Kind) {
                 "layout {i} over {kind:?}"
             );
         }
+    }
+    let unreadable = bounded(
+        "a call answered unreadably",
+        client.call_tool("x", json!({})),
+    )
+    .await;
+    match unreadable {
+        Err(SessionError::Codec { detail, .. }) => {
+            assert!(detail.contains("unreadable"), "{detail} over {kind:?}");
+        }
+        other => panic!("a truncated response over {kind:?}: {other:?}"),
     }
     let result = bounded(
         "call after an unreadable response",

@@ -16,7 +16,7 @@ use mcpflow::protocol::jsonrpc::{Notification, Request};
 use mcpflow::protocol::{ErrorCode, ErrorObject};
 use mcpflow::session::{BoxFuture, Peer, Reply, RequestContext, Service, Session};
 use mcpflow::transport::stream::LineWriter;
-use mcpflow::transport::{FrameKind, FrameMeta, FrameWriter, WriteNow};
+use mcpflow::transport::{Frame, FrameKind, FrameMeta, FrameWriter, WriteNow};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -193,8 +193,14 @@ async fn a_frame_the_sink_cannot_take_at_once_is_delivered_by_the_next_flush() {
     };
     let first = br#"{"jsonrpc":"2.0","id":1,"method":"test/first"}"#;
     let second = br#"{"jsonrpc":"2.0","id":2,"method":"test/second"}"#;
-    assert_eq!(writer.try_write_now(first, &meta), WriteNow::Buffered);
-    assert_eq!(writer.try_write_now(second, &meta), WriteNow::Buffered);
+    assert_eq!(
+        writer.try_write_now(&Frame::new(&first[..]), &meta),
+        WriteNow::Buffered
+    );
+    assert_eq!(
+        writer.try_write_now(&Frame::new(&second[..]), &meta),
+        WriteNow::Buffered
+    );
     let reading = tokio::spawn(async move {
         let mut all = Vec::new();
         theirs.read_to_end(&mut all).await.map(|_| all)
@@ -215,8 +221,14 @@ async fn a_frame_larger_than_the_buffer_is_declined() {
         related: None,
     };
     let large = vec![b' '; 64 * 1024];
-    assert_eq!(writer.try_write_now(&large, &meta), WriteNow::Declined);
-    assert_eq!(writer.try_write_now(b"{}", &meta), WriteNow::Sent);
+    assert_eq!(
+        writer.try_write_now(&Frame::new(large), &meta),
+        WriteNow::Declined
+    );
+    assert_eq!(
+        writer.try_write_now(&Frame::new(&b"{}"[..]), &meta),
+        WriteNow::Sent
+    );
 }
 
 /// Dropping the session ends its stream even while a peer handle lives on: the writer

@@ -195,7 +195,7 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors_over(kind: 
     };
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"0"}}});
     writer
-        .write_frame(init.to_string().as_bytes(), &meta)
+        .write_frame(init.to_string().into_bytes().into(), &meta)
         .await
         .unwrap();
     let sender = tokio::spawn(async move {
@@ -203,7 +203,7 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors_over(kind: 
             let call =
                 json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"hold"}});
             writer
-                .write_frame(call.to_string().as_bytes(), &meta)
+                .write_frame(call.to_string().into_bytes().into(), &meta)
                 .await
                 .unwrap();
         }
@@ -727,6 +727,7 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
                 match kind {
                     FrameKind::Response(_) => format!("{path}response {}", message["id"]),
                     FrameKind::Notification => format!("{path}notification"),
+                    FrameKind::Progress => format!("{path}progress"),
                     _ => format!("{path}other"),
                 }
             }
@@ -742,7 +743,7 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
     // Through the writer, which keeps it apart: never directly.
     assert_eq!(log[chatty], "response 2", "{log:?}");
     assert_eq!(log[chatty - 1], "apart", "{log:?}");
-    assert_eq!(log[chatty - 2], "notification", "{log:?}");
+    assert_eq!(log[chatty - 2], "progress", "{log:?}");
     assert_ne!(log[quiet - 1], "apart", "{log:?}");
     assert_eq!(
         log[quiet], "direct response 3",

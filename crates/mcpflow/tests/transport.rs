@@ -110,13 +110,13 @@ async fn memory_capacity_zero_is_a_rendezvous() {
         kind: FrameKind::Notification,
         related: None,
     };
-    let mut send = Box::pin(aw.write_frame(b"{}", &meta));
+    let mut send = Box::pin(aw.write_frame(mcpflow::transport::Frame::new(&b"{}"[..]), &meta));
     assert!(
         futures_poll_once(&mut send).await.is_none(),
         "the send waits for the receiver"
     );
     let frame = bounded("receive", br.read_frame()).await.unwrap();
-    assert!(matches!(frame, Some(InboundFrame::Message(m)) if m == b"{}"));
+    assert!(matches!(frame, Some(InboundFrame::Message(m)) if m == b"{}"[..]));
     bounded("the send completes", send).await.unwrap();
 }
 

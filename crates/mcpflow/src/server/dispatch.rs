@@ -139,54 +139,10 @@ struct ToolCallParams<'a> {
     _task: Option<mcpflow_protocol::tasks::TaskMetadata>,
 }
 
-/// Brackets the arguments of [`ToolCallParams::plain`] may open, at most: well under
-/// serde_json's nesting limit of 128.
-const MAX_PLAIN_OPENINGS: usize = 100;
-
-impl<'a> ToolCallParams<'a> {
-    /// Params laid out as this SDK's client writes them, read without the general
-    /// decoder: `{"_meta":{"progressToken":N},"name":"NAME","arguments":{...}}`, with or
-    /// without the leading token and the arguments, and a name without escapes. The
-    /// arguments must parse as one object. `params` is JSON the reader already
-    /// checked; any other layout is `None`, and takes the general decoder.
-    fn plain(params: &'a str) -> Option<Self> {
-        let rest = match crate::session::split_leading_token(params) {
-            Some((digits, rest)) => {
-                (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(())?;
-                rest.strip_prefix(r#","name":""#)?
-            }
-            None => params.strip_prefix(r#"{"name":""#)?,
-        };
-        let (name, rest) = rest.split_once('"')?;
-        if name.bytes().any(|b| b == b'\\' || b < 0x20) {
-            return None;
-        }
-        let arguments = match rest {
-            "}" => None,
-            rest => {
-                let object = rest.strip_prefix(r#","arguments":"#)?.strip_suffix('}')?;
-                object.starts_with('{').then_some(())?;
-                // serde_json refuses nesting past a limit counted from where it starts,
-                // the params for the general decoder, one level out from here: deeply
-                // nested arguments are left to it, so both refuse the same ones.
-                let openings = object.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
-                (openings < MAX_PLAIN_OPENINGS).then_some(())?;
-                Some(serde_json::from_str(object).ok()?)
-            }
-        };
-        Some(ToolCallParams {
-            name: std::borrow::Cow::Borrowed(name),
-            arguments,
-            meta: None,
-            _task: None,
-        })
-    }
-}
-
 /// Answer `tools/call`: find the tool, check the arguments against its input schema,
 /// run its handler.
 async fn call_tool(raw: Option<&RawValue>, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p = match raw.and_then(|raw| ToolCallParams::plain(raw.get())) {
+    let p = match None::<ToolCallParams<'_>> {
         Some(p) => p,
         None => required_params(raw)?,
     };
@@ -441,75 +397,7 @@ impl Service for ServerService {
 
 #[cfg(test)]
 mod tests {
-    use super::{ToolCallParams, page};
-
-    /// What the general decoder makes of `params`: name and arguments.
-    fn general(params: &str) -> Option<(String, Option<mcpflow_protocol::JsonObject>)> {
-        let p = serde_json::from_str::<ToolCallParams<'_>>(params).ok()?;
-        Some((p.name.into_owned(), p.arguments))
-    }
-
-    #[test]
-    fn params_in_this_sdks_layout_are_read_as_the_general_decoder_reads_them() {
-        for params in [
-            r#"{"_meta":{"progressToken":7},"name":"echo","arguments":{"text":"}\"{"}}"#,
-            r#"{"_meta":{"progressToken":0},"name":"echo"}"#,
-            r#"{"name":"echo","arguments":{}}"#,
-            r#"{"name":"a/b.c-d","arguments":{"n":[1,{"x":null}],"_meta":{}}}"#,
-            r#"{"name":""}"#,
-        ] {
-            let fast = ToolCallParams::plain(params)
-                .map(|p| (p.name.into_owned(), p.arguments))
-                .unwrap_or_else(|| panic!("not read from its layout: {params}"));
-            assert_eq!(Some(fast), general(params), "{params}");
-        }
-    }
-
-    #[test]
-    fn params_in_any_other_layout_are_left_to_the_general_decoder() {
-        for params in [
-            // A member after the arguments, a repeated one, arguments that are no object.
-            r#"{"name":"echo","arguments":{"a":1},"task":{"ttl":1}}"#,
-            r#"{"name":"echo","arguments":{"a":1},"name":"other"}"#,
-            r#"{"name":"echo","arguments":[1]}"#,
-            r#"{"name":"echo","arguments":null}"#,
-            // A name with escapes, another order, other `_meta`.
-            r#"{"name":"ec\"ho","arguments":{}}"#,
-            r#"{"name":"ec\u0068o"}"#,
-            r#"{"arguments":{},"name":"echo"}"#,
-            r#"{"_meta":{"progressToken":"t"},"name":"echo"}"#,
-            r#"{"_meta":{"progressToken":7,"k":1},"name":"echo"}"#,
-            r#"{"_meta":{"progressToken":-7},"name":"echo"}"#,
-            r#"{ "name":"echo"}"#,
-        ] {
-            assert!(ToolCallParams::plain(params).is_none(), "{params}");
-        }
-        // Nesting the general decoder refuses (serde_json's limit, counted from the
-        // params) is refused here too, by leaving it to that decoder.
-        for depth in [100, 126, 127, 200] {
-            let params = format!(
-                r#"{{"name":"echo","arguments":{{"a":{}{}}}}}"#,
-                "[".repeat(depth),
-                "]".repeat(depth)
-            );
-            assert!(ToolCallParams::plain(&params).is_none(), "depth {depth}");
-        }
-        assert!(
-            general(&format!(
-                r#"{{"name":"echo","arguments":{{"a":{}{}}}}}"#,
-                "[".repeat(126),
-                "]".repeat(126)
-            ))
-            .is_none(),
-            "the general decoder's own limit"
-        );
-        let nested = format!(
-            r#"{{"name":"echo","arguments":{{"a":{}{}}}}}"#,
-            "[".repeat(20),
-            "]".repeat(20)
-        );
-        assert!(ToolCallParams::plain(&nested).is_some(), "moderate nesting");
-    }
+    use super::page;
 
     #[test]
     fn pages_and_rejects_bad_cursors() {

@@ -22,10 +22,12 @@ use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
+use bytes::Bytes;
+
 use super::cancel::RequestCancel;
-use super::pool::FramePool;
+use super::encode::into_frame;
 use super::writer::{Direct, DirectWrite, Outbound, Sequential};
-use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind, into_frame};
+use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind};
 use crate::transport::{FrameKind, FrameMeta};
 
 /// The running requests by id. Ids come from the peer, so the hasher is seeded per map.
@@ -55,8 +57,6 @@ pub(crate) struct Inbound {
     /// Whether the peer looks sequential: each request the only one running as it
     /// finishes.
     sequential: Sequential,
-    /// Buffers for small answers on their way to the writer.
-    pool: Arc<FramePool>,
 }
 
 /// Why a request was not admitted; the reader answers with this error.
@@ -72,7 +72,6 @@ impl Inbound {
         cancel_grace: std::time::Duration,
         answers: mpsc::Sender<Outbound>,
         direct: Arc<dyn DirectWrite>,
-        pool: Arc<FramePool>,
     ) -> Arc<Self> {
         Arc::new(Inbound {
             running: Mutex::new(HashMap::default()),
@@ -88,7 +87,6 @@ impl Inbound {
             answers,
             direct,
             sequential: Sequential::default(),
-            pool,
         })
     }
 
@@ -101,10 +99,12 @@ impl Inbound {
         self.admitted.load(Ordering::Acquire)
     }
 
-    /// Admit a request or say why not. Never waits.
+    /// Admit a request (its params also as JSON text, for its context) or say why not.
+    /// Never waits.
     pub(crate) fn admit(
         self: &Arc<Self>,
         request: Request,
+        params: Option<Bytes>,
         service: &Arc<dyn Service>,
         peer: &Peer,
         new: &mut NewRequests,
@@ -132,6 +132,7 @@ impl Inbound {
         new.0.push(NewRequest {
             admitted,
             request,
+            params,
             token,
             service: service.clone(),
             peer,
@@ -155,7 +156,7 @@ impl Inbound {
         } else {
             frame
         };
-        match self.answers.try_send(frame.pooled(&self.pool)) {
+        match self.answers.try_send(frame) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
             Err(mpsc::error::TrySendError::Full(frame)) => {
                 let answers = self.answers.clone();
@@ -295,12 +296,13 @@ impl Inbound {
 type RequestTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// An admitted request, not started yet: what its task is made of. Its task is made
-/// by whichever task starts it, so that a request answered in its first poll has its
-/// task allocated and freed on one thread (a buffer freed on another thread than the
-/// one that made it takes glibc's arena lock, which both workers then contend for).
+/// by whichever task starts it, so a request answered in its first poll is allocated
+/// and freed on one thread.
 pub(crate) struct NewRequest {
     admitted: Admitted,
     request: Request,
+    /// The params' JSON text in the frame, for the request's context.
+    params: Option<Bytes>,
     token: Arc<RequestCancel>,
     service: Arc<dyn Service>,
     peer: Peer,
@@ -308,8 +310,7 @@ pub(crate) struct NewRequest {
 
 impl NewRequest {
     fn into_task(self) -> RequestTask {
-        // Boxed, so it can become a task of its own after its first poll (and a task's
-        // cell, allocated aligned to a cache line on glibc's slow path, stays small).
+        // Boxed, so it can become a task of its own after its first poll.
         Box::pin(serve(self))
     }
 }
@@ -402,6 +403,7 @@ async fn serve(new: NewRequest) {
     let NewRequest {
         admitted,
         request,
+        params,
         token,
         service,
         peer,
@@ -435,7 +437,7 @@ async fn serve(new: NewRequest) {
         }
     };
     let method = super::method_name(&request.method);
-    let cx = RequestContext::new(id.clone(), request.params.as_deref(), token.clone(), peer);
+    let cx = RequestContext::new(id.clone(), params, token.clone(), peer);
     let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
     let handler = catch_unwind(tracing::Instrument::instrument(
         service.handle_request(request, cx),

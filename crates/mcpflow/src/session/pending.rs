@@ -1,207 +1,38 @@
-//! Requests this side sent and is waiting on: the pending table, per-request options,
-//! and [`PendingRequest`], the caller's end.
+//! Requests this side sent and is waiting on: the pending table and each request's
+//! queue of events.
 //!
 //! Each pending request owns an unbounded event queue. The reader pushes that request's
 //! progress and then its outcome into it, in receive order, without ever waiting; the
-//! caller drains it. So progress is always delivered, in order, before the response is
-//! returned, and a slow caller never slows the reader.
+//! caller ([`PendingRequest`](super::PendingRequest)) drains it. So progress is always
+//! delivered, in order, before the response is returned, and a slow caller never slows
+//! the reader.
 //!
 //! Timeouts are kept by the table too: each entry holds its request's [`Deadline`], and
-//! one sweeper task per session ([`run_sweeper`]) sleeps until the earliest of them and
-//! fails the requests whose time is up. A call that is answered in time arms no timer
-//! of its own.
+//! one timer task per session ([`run_sweeper`](super::deadline::run_sweeper)) sleeps
+//! until the earliest of them and fails the requests whose time is up. A call that is
+//! answered in time arms no timer of its own.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
+use bytes::Bytes;
 use mcpflow_protocol::{ErrorObject, RequestId};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
+use super::deadline::Deadline;
+use super::options::ProgressUpdate;
 use super::writer::Sequential;
-use crate::error::{CloseReason, SessionError, TransportError};
-
-/// One progress report for a request.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ProgressUpdate {
-    /// Progress so far; increases with each report.
-    pub progress: f64,
-    /// The total, when known.
-    #[serde(default)]
-    pub total: Option<f64>,
-    /// A human-readable message.
-    #[serde(default)]
-    pub message: Option<String>,
-}
-
-/// A progress callback. It runs in the caller's task, in order, before the response is
-/// returned.
-pub type ProgressCallback = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
-
-/// Per-request options. The defaults come from the session's
-/// [`SessionConfig`](crate::SessionConfig).
-///
-/// ```
-/// use std::time::Duration;
-/// use mcpflow::RequestOptions;
-/// let options = RequestOptions::new()
-///     .timeout(Duration::from_secs(5))
-///     .on_progress(|p| eprintln!("{}/{:?}", p.progress, p.total));
-/// # drop(options);
-/// ```
-#[derive(Clone, Default)]
-#[must_use]
-pub struct RequestOptions {
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) max_total: Option<Duration>,
-    pub(crate) reset_on_progress: Option<bool>,
-    pub(crate) want_progress: bool,
-    pub(crate) on_progress: Option<ProgressCallback>,
-    pub(crate) meta: Option<serde_json::Map<String, serde_json::Value>>,
-    pub(crate) never_cancel: bool,
-}
-
-impl fmt::Debug for RequestOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RequestOptions")
-            .field("timeout", &self.timeout)
-            .field("max_total", &self.max_total)
-            .field("reset_on_progress", &self.reset_on_progress)
-            .field("want_progress", &self.want_progress)
-            .field("meta", &self.meta)
-            .finish_non_exhaustive()
-    }
-}
-
-impl RequestOptions {
-    /// The session's defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Wait at most this long without an answer or progress (default: the session's
-    /// `request_timeout`, 60 s).
-    pub fn timeout(mut self, d: Duration) -> Self {
-        self.timeout = Some(d);
-        self
-    }
-
-    /// Wait at most this long in total, however much progress arrives (default: the
-    /// session's `max_request_timeout`, 30 min).
-    pub fn max_total(mut self, d: Duration) -> Self {
-        self.max_total = Some(d);
-        self
-    }
-
-    /// Whether progress restarts the timeout clock (default: yes).
-    pub fn reset_on_progress(mut self, yes: bool) -> Self {
-        self.reset_on_progress = Some(yes);
-        self
-    }
-
-    /// Ask the peer for progress (sends a `progressToken`) even without a callback;
-    /// read it with [`PendingRequest::next_event`](super::PendingRequest::next_event).
-    pub fn with_progress_token(mut self) -> Self {
-        self.want_progress = true;
-        self
-    }
-
-    /// Ask for progress and call `f` with each report, in order, before the response is
-    /// returned.
-    pub fn on_progress(mut self, f: impl Fn(ProgressUpdate) + Send + Sync + 'static) -> Self {
-        self.want_progress = true;
-        self.on_progress = Some(Arc::new(f));
-        self
-    }
-
-    /// Entries to merge into the request's `params._meta`.
-    pub fn meta(mut self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
-        self.meta = Some(meta);
-        self
-    }
-
-    /// Never send `notifications/cancelled` for this request (the spec forbids
-    /// cancelling `initialize`).
-    pub fn never_cancel(mut self) -> Self {
-        self.never_cancel = true;
-        self
-    }
-}
+use crate::error::{CloseReason, TransportError};
 
 /// What the peer said about one pending request.
 #[derive(Debug)]
 pub(crate) enum PendingEvent {
     /// A progress report, read once by the reader (`None`: its fields were malformed).
     Progress(Option<ProgressUpdate>),
-    Outcome(Result<ResultJson, Failure>),
-}
-
-/// A frame at least this large is not kept whole for a result that is less than half
-/// of it; spare capacity beyond this and the frame's own size is given back.
-const LARGE_FRAME_BYTES: usize = 64 * 1024;
-
-/// A response's result as JSON text: read in place in the frame it came in (so a large
-/// result is never copied before the caller decodes it), or a value of its own.
-#[derive(Debug)]
-pub(crate) enum ResultJson {
-    /// The frame's text and where the result lies in it. The text there may not have
-    /// been checked yet (see `session::head`): whoever reads it parses all of it, with
-    /// `serde_json::from_str` or alike, which rejects anything after one value.
-    InFrame {
-        frame: String,
-        range: std::ops::Range<usize>,
-    },
-    Owned(Box<RawValue>),
-}
-
-impl ResultJson {
-    /// The result that lies at `range` in the response `frame`; the frame back when
-    /// `range` is not within it. A waiting caller keeps what this holds alive, so a
-    /// buffer much larger than its frame is shrunk, and a result that is a small part
-    /// of a large frame (the rest being other members) is copied out of it.
-    pub(crate) fn in_frame(
-        mut frame: String,
-        range: std::ops::Range<usize>,
-    ) -> Result<ResultJson, String> {
-        let Some(result) = frame.get(range.clone()) else {
-            return Err(frame);
-        };
-        if frame.len() >= LARGE_FRAME_BYTES && result.len() < frame.len() / 2 {
-            return match serde_json::from_str(result) {
-                Ok(raw) => Ok(ResultJson::Owned(raw)),
-                Err(_) => Err(frame),
-            };
-        }
-        // (Spare capacity up to the frame's own size is kept: a buffer of the same size
-        // is what the reader asks for next, so the allocator can hand this one back.)
-        if frame.capacity() - frame.len() > frame.len().max(LARGE_FRAME_BYTES) {
-            frame.shrink_to_fit();
-        }
-        Ok(ResultJson::InFrame { frame, range })
-    }
-
-    /// The result's JSON text.
-    pub(crate) fn get(&self) -> &str {
-        match self {
-            // In range by construction; an empty text would fail to decode, not panic.
-            ResultJson::InFrame { frame, range } => frame.get(range.clone()).unwrap_or_default(),
-            ResultJson::Owned(raw) => raw.get(),
-        }
-    }
-
-    /// The result as a value of its own (a copy, for a result read in place).
-    pub(crate) fn into_raw(self) -> Result<Box<RawValue>, serde_json::Error> {
-        match self {
-            ResultJson::InFrame { .. } => serde_json::from_str(self.get()),
-            ResultJson::Owned(raw) => Ok(raw),
-        }
-    }
+    /// The result's JSON text (a part of the frame it came in), or why there is none.
+    Outcome(Result<Bytes, Failure>),
 }
 
 #[derive(Debug)]
@@ -209,18 +40,10 @@ pub(crate) enum Failure {
     Rejected(ErrorObject),
     Closed(CloseReason),
     Transport(TransportError),
+    /// The response came but could not be read; why.
+    Unreadable(String),
     /// The request's clock ran out; its deadline says which limit it hit.
     Expired(Deadline),
-}
-
-/// An event of a pending request, as [`PendingRequest::next_event`](super::PendingRequest::next_event) yields them.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RequestEvent {
-    /// A progress report (always before [`RequestEvent::Done`]).
-    Progress(ProgressUpdate),
-    /// The outcome; no event follows it.
-    Done(Result<Box<RawValue>, SessionError>),
 }
 
 /// One pending request's events: its progress reports in receive order, then its
@@ -233,7 +56,7 @@ pub(crate) struct Events {
 #[derive(Default)]
 struct EventsState {
     progress: VecDeque<Option<ProgressUpdate>>,
-    outcome: Option<Result<ResultJson, Failure>>,
+    outcome: Option<Result<Bytes, Failure>>,
     waker: Option<Waker>,
 }
 
@@ -334,7 +157,7 @@ struct TableState {
 pub(crate) struct PendingTable {
     state: Mutex<TableState>,
     /// Wakes the sweeper when a request is due before what it sleeps until.
-    sweeper: Notify,
+    pub(super) sweeper: Notify,
     /// Whether the caller looks sequential (read under the state's lock, so requests
     /// are seen in the order they are filed).
     sequential: Sequential,
@@ -397,7 +220,7 @@ impl PendingTable {
     pub(crate) fn complete(
         &self,
         id: &RequestId,
-        outcome: Result<ResultJson, Failure>,
+        outcome: Result<Bytes, Failure>,
         wakes: &mut DeferredWakes,
     ) -> bool {
         let Some(n) = id.correlation_number() else {
@@ -444,7 +267,7 @@ impl PendingTable {
 
     /// Fail every request whose deadline is at or before `now`, and refile those whose
     /// deadline moved on. Returns when the next one is due.
-    fn sweep(&self, now: Instant) -> Option<Instant> {
+    pub(super) fn sweep(&self, now: Instant) -> Option<Instant> {
         let mut expired = Vec::new();
         let next = {
             let mut guard = self.lock();
@@ -516,113 +339,17 @@ impl TableState {
     }
 }
 
-/// The session's one timer: sleeps until the earliest pending request is due, fails
-/// the requests whose time is up, and ends with the connection.
-pub(crate) async fn run_sweeper(table: Arc<PendingTable>, ended: CancellationToken) {
-    let mut next = None;
-    loop {
-        let due = async {
-            match next {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            () = ended.cancelled() => return,
-            () = table.sweeper.notified() => {}
-            () = due => {}
-        }
-        next = table.sweep(Instant::now());
-    }
-}
-
-/// `after` past `from`. A limit past tokio's own far future (30 years; `Duration::MAX`
-/// meaning "no limit") is that far future, so the sum fits the clock.
-fn later(from: Instant, after: Duration) -> Instant {
-    const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
-    // A monotonic clock is nowhere near overflowing by 30 years; were it, the request
-    // would time out rather than the engine panic.
-    from.checked_add(after.min(FAR)).unwrap_or(from)
-}
-
-/// The clock of one request: its timeout, reset by progress, and its total cap.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadline {
-    pub(crate) started: Instant,
-    pub(crate) last_activity: Instant,
-    pub(crate) timeout: Duration,
-    pub(crate) max_total: Duration,
-    pub(crate) reset_on_progress: bool,
-}
-
-impl Deadline {
-    pub(crate) fn at(&self) -> Instant {
-        self.idle_limit().min(self.total_limit())
-    }
-
-    /// When the request has gone `timeout` without an answer or progress.
-    fn idle_limit(&self) -> Instant {
-        later(self.last_activity, self.timeout)
-    }
-
-    /// When the request has run `max_total`.
-    fn total_limit(&self) -> Instant {
-        later(self.started, self.max_total)
-    }
-
-    pub(crate) fn expired_error(&self, method: &str) -> SessionError {
-        if self.idle_limit() <= self.total_limit() {
-            SessionError::Timeout {
-                method: method.into(),
-                after: self.timeout,
-            }
-        } else {
-            SessionError::MaxTotalExceeded {
-                method: method.into(),
-                after: self.max_total,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // panics are how tests fail
 
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
     use super::*;
-
-    fn at(frame: &str, result: &str) -> std::ops::Range<usize> {
-        let start = frame.find(result).unwrap();
-        start..start + result.len()
-    }
-
-    #[test]
-    fn a_result_is_read_in_its_frame() {
-        let frame = r#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,"x"]}}"#.to_owned();
-        let range = at(&frame, r#"{"a":[1,"x"]}"#);
-        let result = ResultJson::in_frame(frame, range).unwrap();
-        assert!(matches!(result, ResultJson::InFrame { .. }));
-        assert_eq!(result.get(), r#"{"a":[1,"x"]}"#);
-        assert_eq!(result.into_raw().unwrap().get(), r#"{"a":[1,"x"]}"#);
-    }
-
-    #[test]
-    fn a_range_outside_the_frame_gives_the_frame_back() {
-        let frame = r#"{"result":1}"#.to_owned();
-        let back = ResultJson::in_frame(frame.clone(), 5..99).unwrap_err();
-        assert_eq!(back, frame);
-    }
-
-    #[test]
-    fn a_small_result_in_a_large_frame_is_copied_out() {
-        let padding = "p".repeat(2 * LARGE_FRAME_BYTES);
-        let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"ok":true}},"x":"{padding}"}}"#);
-        let range = at(&frame, r#"{"ok":true}"#);
-        let result = ResultJson::in_frame(frame, range).unwrap();
-        assert!(matches!(result, ResultJson::Owned(_)));
-        assert_eq!(result.get(), r#"{"ok":true}"#);
-    }
+    use crate::error::SessionError;
+    use crate::session::deadline::run_sweeper;
 
     fn deadline(start: Instant, timeout_secs: u64) -> Deadline {
         Deadline {
@@ -798,20 +525,5 @@ mod tests {
             .await
             .expect("the sweeper ends with the session")
             .unwrap();
-    }
-
-    #[test]
-    fn spare_capacity_is_given_back() {
-        let text = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":"{}"}}"#,
-            "t".repeat(1000)
-        );
-        let mut frame = String::with_capacity(4 * LARGE_FRAME_BYTES);
-        frame.push_str(&text);
-        let range = at(&frame, &format!("\"{}\"", "t".repeat(1000)));
-        let ResultJson::InFrame { frame, .. } = ResultJson::in_frame(frame, range).unwrap() else {
-            panic!("a result that is most of its frame stays in it");
-        };
-        assert!(frame.capacity() < LARGE_FRAME_BYTES, "{}", frame.capacity());
     }
 }

@@ -1,32 +1,35 @@
 //! The reader: the one task that reads the transport and routes each message.
 //!
-//! Its only `.await` is the transport read (and the stop signal beside it). Responses
-//! complete their pending entry; progress goes to its request's channel;
-//! `notifications/cancelled` trips the handler's token; other notifications go to the
-//! notification lane; requests are admitted (and started as tasks, a burst's together)
-//! or refused at once. Replies the reader makes itself (errors, pings, busy answers) go
-//! on the writer's control queue. That queue is drained by the writer alone, never by
-//! user code; when it is full the peer is sending faster than it reads our replies, and
-//! the reader waits for the writer before reading more: back-pressure on the flooding
-//! peer, with nothing lost.
+//! Its only `.await` is the transport read (and the stop signal beside it). Each frame is
+//! decoded once, by serde, whatever its key order ([`decode`]); responses complete their
+//! pending entry with their result still in the frame; progress goes to its request's
+//! channel; `notifications/cancelled` trips the handler's token; other notifications go
+//! to the notification lane; requests are admitted (and started as tasks, a burst's
+//! together) or refused at once. Replies the reader makes itself (errors, pings, busy
+//! answers) go on the writer's control queue. That queue is drained by the writer
+//! alone, never by user code; when it is full the peer is sending faster than it reads
+//! our replies, and the reader waits for the writer before reading more: back-pressure
+//! on the flooding peer, with nothing lost.
 
+use std::borrow::Cow;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll, Waker};
 
+use bytes::Bytes;
 use mcpflow_protocol::jsonrpc::{
-    DecodeError, Decoded, Notification, decode, peek_notification, peek_response,
+    DecodeError, Decoded, MessageRef, Notification, Request, decode, id_of_prefix,
 };
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
-use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::head;
 use super::inbound::{NewRequests, Refusal};
-use super::pending::{DeferredWakes, Failure, ProgressUpdate, ResultJson};
+use super::options::ProgressUpdate;
+use super::pending::{DeferredWakes, Failure};
 use super::{Peer, Service, Shared};
+use crate::config::LARGE_MESSAGE_BYTES;
 use crate::error::{CloseReason, TransportError};
 use crate::transport::{FrameKind, FrameReader, InboundFrame};
 
@@ -34,11 +37,6 @@ use crate::transport::{FrameKind, FrameReader, InboundFrame};
 /// input is buffered.
 const WAKE_EVERY_FRAMES: usize = 64;
 const WAKE_EVERY_BYTES: usize = 1024 * 1024;
-
-/// Searchers built once: building one per frame costs more than the search.
-static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
-static PROGRESS_METHOD: LazyLock<Finder<'static>> =
-    LazyLock::new(|| Finder::new(b"notifications/progress"));
 
 pub(crate) async fn run_reader<R: FrameReader>(
     mut reader: R,
@@ -148,15 +146,7 @@ impl Router {
 
     fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
-            InboundFrame::Message(bytes) if self.progress_in_place(&bytes) => {}
-            InboundFrame::Message(bytes) if head::opens_request(&bytes) => {
-                self.request_or_decode(&bytes, replies);
-            }
-            InboundFrame::Message(bytes) => {
-                if let Some(bytes) = self.response_in_place(bytes) {
-                    self.request_or_decode(&bytes, replies);
-                }
-            }
+            InboundFrame::Message(bytes) => self.decode_and_route(&bytes, replies),
             InboundFrame::RequestFailed { id, error } => {
                 if !self.shared.pending.complete(
                     &id,
@@ -168,7 +158,7 @@ impl Router {
             }
             InboundFrame::Oversized { len, prefix, limit } => {
                 tracing::warn!(len, limit, "skipped an oversized frame");
-                if let Some(id) = sniff_request_id(&prefix) {
+                if let Some(id) = id_of_prefix(&prefix) {
                     self.reply_error(
                         replies,
                         Some(id),
@@ -185,23 +175,15 @@ impl Router {
         }
     }
 
-    /// A request read from its head, or else any frame by the full decode.
-    fn request_or_decode(&mut self, bytes: &[u8], replies: &mut Replies) {
-        match head::request_head(bytes) {
-            Some(request) => self.route(Message::Request(request), replies),
-            None => self.decode_and_route(bytes, replies),
-        }
-    }
-
-    fn decode_and_route(&mut self, bytes: &[u8], replies: &mut Replies) {
-        match decode(bytes) {
-            Decoded::Single(Ok(message)) => self.route(message, replies),
+    fn decode_and_route(&mut self, frame: &Bytes, replies: &mut Replies) {
+        match decode(frame) {
+            Decoded::Single(Ok(message)) => self.route(frame, message, replies),
             Decoded::Single(Err(e)) => self.reject(&e, replies),
             Decoded::Batch(items) => {
                 if self.shared.accept_batches.load(Ordering::Relaxed) {
                     for item in items {
                         match item {
-                            Ok(message) => self.route(message, replies),
+                            Ok(message) => self.route(frame, message, replies),
                             Err(e) => self.reject(&e, replies),
                         }
                     }
@@ -219,60 +201,21 @@ impl Router {
         }
     }
 
-    /// Complete a pending request with a success response whose result stays in its
-    /// frame, so the caller decodes it from there and a large result is never copied.
-    /// Gives the frame back, with nothing done, for anything else.
-    fn response_in_place(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
-        // The usual head names the result without reading it; a frame that opens with
-        // it and does not match goes to the full decode, which answers requests and
-        // completes any other response. Other frames that name `result` near their
-        // start (after the id, or first) take the full parse here.
-        let (text, id, range) = if bytes.starts_with(head::ID_FIRST) {
-            let Some((id, range)) = head::response_head(&bytes) else {
-                return Some(bytes);
-            };
-            match String::from_utf8(bytes) {
-                Ok(text) => (text, id, range),
-                Err(e) => return Some(e.into_bytes()),
-            }
-        } else if RESULT_KEY.find(&bytes[..bytes.len().min(160)]).is_some() {
-            let text = match String::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(e) => return Some(e.into_bytes()),
-            };
-            let Some((id, range)) = result_range(&text) else {
-                return Some(text.into_bytes());
-            };
-            (text, id, range)
-        } else {
-            return Some(bytes);
-        };
-        let result = match ResultJson::in_frame(text, range) {
-            Ok(result) => result,
-            Err(text) => return Some(text.into_bytes()),
-        };
-        if !self
-            .shared
-            .pending
-            .complete(&id, Ok(result), &mut self.wakes)
-        {
-            tracing::debug!(%id, "ignored a response to an unknown or finished request");
-        }
-        None
-    }
-
-    fn route(&mut self, message: Message, replies: &mut Replies) {
+    /// Route one message decoded from `frame`.
+    fn route(&mut self, frame: &Bytes, message: MessageRef<'_>, replies: &mut Replies) {
         match message {
-            Message::Response(r) => {
-                if !self.shared.pending.complete(
-                    &r.id,
-                    Ok(ResultJson::Owned(r.result)),
-                    &mut self.wakes,
-                ) {
-                    tracing::debug!(id = %r.id, "ignored a response to an unknown or finished request");
+            MessageRef::Response { id, result } => {
+                // The caller decodes the result from the frame itself: never copied.
+                let result = part_of(frame, result.get());
+                if !self
+                    .shared
+                    .pending
+                    .complete(&id, Ok(result), &mut self.wakes)
+                {
+                    tracing::debug!(%id, "ignored a response to an unknown or finished request");
                 }
             }
-            Message::Error(e) => match e.id {
+            MessageRef::Error(e) => match e.id {
                 Some(id) => {
                     if !self.shared.pending.complete(
                         &id,
@@ -286,21 +229,33 @@ impl Router {
                     tracing::warn!(error = %e.error, "the peer reported an error about an unreadable message")
                 }
             },
-            Message::Notification(n) => self.notification(n),
-            Message::Request(r) if r.method == "ping" => {
+            MessageRef::Notification { method, params } => {
+                self.notification(method, params);
+            }
+            // Answered here: liveness must not wait for a handler slot.
+            MessageRef::Request { id, method, .. } if method == "ping" => {
                 let empty = RawValue::from_string("{}".to_owned());
                 if let Ok(empty) = empty {
-                    replies.push(super::outbound(
-                        &Message::response(r.id.clone(), empty),
-                        FrameKind::Response(Some(r.id)),
+                    replies.push(super::encode::outbound(
+                        &Message::response(id.clone(), empty),
+                        FrameKind::Response(Some(id)),
                     ));
                 }
             }
-            Message::Request(r) => {
-                let admitted =
-                    self.shared
-                        .inbound
-                        .admit(r, &self.service, &self.peer, &mut self.new_requests);
+            MessageRef::Request { id, method, params } => {
+                let request = Request {
+                    id,
+                    method: method.into_owned(),
+                    params: params.map(RawValue::to_owned),
+                };
+                let params_text = params.map(|p| part_of(frame, p.get()));
+                let admitted = self.shared.inbound.admit(
+                    request,
+                    params_text,
+                    &self.service,
+                    &self.peer,
+                    &mut self.new_requests,
+                );
                 if let Err(refusal) = admitted {
                     if matches!(refusal, Refusal::Busy(_)) {
                         tracing::warn!("refused a request: handler slots and queue are full");
@@ -312,41 +267,10 @@ impl Router {
         }
     }
 
-    /// Deliver a progress notification for a pending request straight from the frame,
-    /// without building a message (a long call may get thousands of them). False, with
-    /// nothing done, for anything else: the frame then takes the general path.
-    fn progress_in_place(&mut self, bytes: &[u8]) -> bool {
-        // A frame that opens with an id is no notification; of the others, only frames
-        // that name the method near their start pay for the extra look.
-        if bytes.starts_with(head::ID_FIRST) {
-            return false;
-        }
-        // This SDK's layout: the params are read once, straight into the update.
-        if let Some((token, update)) = head::progress_params(bytes).and_then(read_report) {
-            return self
-                .shared
-                .pending
-                .progress(token, Some(update), &mut self.wakes);
-        }
-        let head = &bytes[..bytes.len().min(160)];
-        if PROGRESS_METHOD.find(head).is_none() {
-            return false;
-        }
-        let Some(("notifications/progress", Some(params))) = peek_notification(bytes) else {
-            return false;
-        };
-        let Some((token, update)) = read_progress(params) else {
-            return false;
-        };
-        self.shared.pending.progress(token, update, &mut self.wakes)
-    }
-
-    fn notification(&mut self, n: Notification) {
-        match n.method.as_str() {
+    fn notification(&mut self, method: Cow<'_, str>, params: Option<&RawValue>) {
+        match &*method {
             "notifications/progress" => {
-                if let Some(params) = n.params.as_deref()
-                    && let Some((token, update)) = read_progress(params)
-                {
+                if let Some((token, update)) = params.and_then(read_progress) {
                     if self.shared.pending.progress(token, update, &mut self.wakes) {
                         return;
                     }
@@ -358,7 +282,6 @@ impl Router {
                         return;
                     }
                 }
-                self.enqueue_on_lane(n);
             }
             "notifications/cancelled" => {
                 #[derive(Deserialize)]
@@ -366,9 +289,7 @@ impl Router {
                     #[serde(rename = "requestId")]
                     request_id: Option<RequestId>,
                 }
-                let id = n
-                    .params
-                    .as_deref()
+                let id = params
                     .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
                     .and_then(|c| c.request_id);
                 match id {
@@ -380,20 +301,29 @@ impl Router {
                     }
                     None => tracing::debug!("ignored a cancellation without a readable requestId"),
                 }
-                self.enqueue_on_lane(n);
             }
-            _ => self.enqueue_on_lane(n),
+            _ => {}
         }
-    }
-
-    fn enqueue_on_lane(&mut self, n: Notification) {
+        let n = Notification {
+            method: method.into_owned(),
+            params: params.map(RawValue::to_owned),
+        };
         self.service.observe_notification(&n, &self.peer);
         self.shared.lane.push(n);
     }
 
     fn reject(&mut self, e: &DecodeError, replies: &mut Replies) {
         if e.is_response() {
-            tracing::warn!(error = %e, "ignored a malformed response");
+            // Never answered; the request it answers fails now rather than time out.
+            let failed = e.response_to().is_some_and(|id| {
+                let failure = Failure::Unreadable(e.to_string());
+                self.shared
+                    .pending
+                    .complete(id, Err(failure), &mut self.wakes)
+            });
+            if !failed {
+                tracing::warn!(error = %e, "ignored a malformed response");
+            }
             return;
         }
         tracing::debug!(error = %e, "answered a malformed message");
@@ -402,57 +332,31 @@ impl Router {
 
     fn reply_error(&mut self, replies: &mut Replies, id: Option<RequestId>, error: ErrorObject) {
         let kind = FrameKind::Response(id.clone());
-        replies.push(super::outbound(&Message::error(id, error), kind));
+        replies.push(super::encode::outbound(&Message::error(id, error), kind));
     }
 }
 
-/// The id of a response and where its result lies in `text`, by the full parse.
-fn result_range(text: &str) -> Option<(RequestId, std::ops::Range<usize>)> {
-    let (id, result) = peek_response(text)?;
-    let start = result
-        .get()
+/// `part`, text the decoder borrowed from `frame`, as bytes sharing the frame's buffer.
+/// A small part of a large frame is copied out instead, so that it does not keep the
+/// whole frame alive while a caller holds it.
+fn part_of(frame: &Bytes, part: &str) -> Bytes {
+    let start = part
         .as_ptr()
         .addr()
-        .checked_sub(text.as_ptr().addr())?;
-    Some((id, start..start + result.get().len()))
-}
-
-/// Read a progress notification once: the JSON text of its `progressToken` (when that is
-/// a string or an integer) and the update itself (`None` when the rest is malformed; the
-/// request still counts it as activity, and the update is dropped with a log).
-fn read_progress(params: &RawValue) -> Option<(&str, Option<ProgressUpdate>)> {
-    #[derive(Deserialize)]
-    struct Fields<'a> {
-        #[serde(rename = "progressToken", borrow)]
-        token: &'a RawValue,
-        #[serde(default, borrow)]
-        progress: Option<&'a RawValue>,
-        #[serde(default, borrow)]
-        total: Option<&'a RawValue>,
-        #[serde(default, borrow)]
-        message: Option<&'a RawValue>,
-    }
-    fn field<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<Option<T>> {
-        match raw {
-            None => Some(None),
-            Some(raw) => serde_json::from_str(raw.get()).ok().map(Some),
+        .checked_sub(frame.as_ptr().addr())
+        .filter(|start| start + part.len() <= frame.len());
+    match start {
+        Some(start) if frame.len() < LARGE_MESSAGE_BYTES || part.len() >= frame.len() / 2 => {
+            frame.slice(start..start + part.len())
         }
+        _ => Bytes::copy_from_slice(part.as_bytes()),
     }
-    let fields: Fields<'_> = serde_json::from_str(params.get()).ok()?;
-    let text = token_text(fields.token)?;
-    let update = (|| {
-        Some(ProgressUpdate {
-            progress: field(fields.progress)??,
-            total: field::<Option<f64>>(fields.total)?.flatten(),
-            message: field::<Option<String>>(fields.message)?.flatten(),
-        })
-    })();
-    Some((text, update))
 }
 
-/// A well-formed progress report's params read in one pass: the token's JSON text and
-/// the update. `None` for anything else, which [`read_progress`] then reads leniently.
-fn read_report(params: &[u8]) -> Option<(&str, ProgressUpdate)> {
+/// A progress notification's params, read once: the JSON text of its `progressToken`
+/// (a string or an integer) and the report. A report whose other fields are malformed
+/// still names its token (the request counts it as activity) but has no update.
+fn read_progress(params: &RawValue) -> Option<(&str, Option<ProgressUpdate>)> {
     #[derive(Deserialize)]
     struct Report<'a> {
         #[serde(rename = "progressToken", borrow)]
@@ -463,116 +367,102 @@ fn read_report(params: &[u8]) -> Option<(&str, ProgressUpdate)> {
         #[serde(default)]
         message: Option<String>,
     }
-    // (A struct would also be read from an array.)
-    if !params.starts_with(b"{") {
+    #[derive(Deserialize)]
+    struct TokenOnly<'a> {
+        #[serde(rename = "progressToken", borrow)]
+        token: &'a RawValue,
+    }
+    // Params are an object or an array (the decoder checked); a struct would also be
+    // read from an array.
+    if !params.get().starts_with('{') {
         return None;
     }
-    let report: Report<'_> = serde_json::from_str(std::str::from_utf8(params).ok()?).ok()?;
-    Some((
-        token_text(report.token)?,
-        ProgressUpdate {
-            progress: report.progress,
-            total: report.total,
-            message: report.message,
-        },
-    ))
-}
-
-/// A progress token's JSON text, when it is a string or an integer.
-fn token_text(token: &RawValue) -> Option<&str> {
-    let text = token.get();
-    (text.starts_with('"') || text.parse::<i64>().is_ok()).then_some(text)
-}
-
-/// The id of a request from the first bytes of a frame too large to parse, when it
-/// plainly sits at the top level (`{"jsonrpc":"2.0","id":7,...`).
-fn sniff_request_id(prefix: &[u8]) -> Option<RequestId> {
-    let text = std::str::from_utf8(prefix).ok().or_else(|| {
-        let valid = std::str::from_utf8(prefix).err()?.valid_up_to();
-        std::str::from_utf8(&prefix[..valid]).ok()
-    })?;
-    let at = text.find("\"id\"")?;
-    let before = &text[..at];
-    if before.matches('{').count() != 1
-        || before.contains('[')
-        || !before.trim_start().starts_with('{')
-    {
-        return None;
-    }
-    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
-    if let Some(s) = rest.strip_prefix('"') {
-        let end = s.find('"')?;
-        let id = &s[..end];
-        return (!id.contains('\\')).then(|| RequestId::string(id));
-    }
-    let digits: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    let next = rest[digits.len()..].chars().next()?;
-    if !matches!(next, ',' | '}' | ' ') {
-        return None;
-    }
-    RequestId::parse_integer(&digits)
+    let (token, update) = match serde_json::from_str::<Report<'_>>(params.get()) {
+        Ok(report) => (
+            report.token,
+            Some(ProgressUpdate {
+                progress: report.progress,
+                total: report.total,
+                message: report.message,
+            }),
+        ),
+        Err(_) => (
+            serde_json::from_str::<TokenOnly<'_>>(params.get())
+                .ok()?
+                .token,
+            None,
+        ),
+    };
+    // A token is an integer or a string: the values a request id may take.
+    serde_json::from_str::<RequestId>(token.get()).ok()?;
+    Some((token.get(), update))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn sniffs_top_level_ids_only() {
-        assert_eq!(
-            sniff_request_id(br#"{"jsonrpc":"2.0","id":42,"method":"x","params":{"a":"xxxx"#),
-            Some(RequestId::number(42))
-        );
-        assert_eq!(
-            sniff_request_id(br#"{"id":"abc","jsonrpc":"2.0""#),
-            Some(RequestId::string("abc"))
-        );
-        assert_eq!(sniff_request_id(br#"{"params":{"id":3}"#), None);
-        assert_eq!(sniff_request_id(br#"{"jsonrpc":"2.0","id":12345"#), None);
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).expect("valid JSON")
     }
 
-    /// The one-pass read of a report agrees with the lenient one on every well-formed
-    /// report, and leaves every other one to it (which still finds the token, so the
-    /// report counts as activity).
     #[test]
-    fn a_report_is_read_in_one_pass_only_when_well_formed() {
+    fn a_report_is_read_in_any_layout_and_a_malformed_one_still_names_its_token() {
+        let update = |progress, total, message: Option<&str>| ProgressUpdate {
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        };
+        for (params, token, expected) in [
+            (
+                r#"{"progressToken":7,"progress":1}"#,
+                "7",
+                Some(update(1.0, None, None)),
+            ),
+            (
+                r#"{"progress":2.5,"message":"half","total":10,"progressToken":"t-1"}"#,
+                r#""t-1""#,
+                Some(update(2.5, Some(10.0), Some("half"))),
+            ),
+            (
+                r#"{ "progressToken" : 7 , "progress" : 3, "total":null,"message":null,"_meta":{}}"#,
+                "7",
+                Some(update(3.0, None, None)),
+            ),
+            (r#"{"progressToken":7,"progress":"a lot"}"#, "7", None),
+            (r#"{"total":3,"progressToken":7}"#, "7", None),
+        ] {
+            let raw = raw(params);
+            let (read_token, read_update) = read_progress(&raw).expect(params);
+            assert_eq!((read_token, read_update), (token, expected), "{params}");
+        }
         for params in [
-            r#"{"progressToken":7,"progress":1}"#,
-            r#"{"progressToken":"t-1","progress":2.5,"total":10,"message":"half"}"#,
-            r#"{"progressToken":7,"progress":3,"total":null,"message":null,"_meta":{}}"#,
+            r#"{"progressToken":{"a":1},"progress":1}"#,
+            r#"{"progressToken":1.5,"progress":1}"#,
+            r#"{"progressToken":true,"progress":1}"#,
+            r#"{"progress":1}"#,
+            "[7,1]",
         ] {
-            let raw = RawValue::from_string(params.to_owned()).expect("valid JSON");
-            let (token, update) = read_report(params.as_bytes()).expect(params);
-            let (lenient_token, lenient) = read_progress(&raw).expect(params);
-            assert_eq!(token, lenient_token, "{params}");
-            assert_eq!(Some(update), lenient, "{params}");
+            assert!(read_progress(&raw(params)).is_none(), "{params}");
         }
-        for (params, lenient_token) in [
-            (r#"{"progressToken":7,"progress":"a lot"}"#, Some("7")),
-            (r#"{"progressToken":7,"total":3}"#, Some("7")),
-            (r#"{"progressToken":7,"progress":1,"progress":2}"#, None),
-            (r#"{"progressToken":{"a":1},"progress":1}"#, None),
-            (r#"{"progressToken":1.5,"progress":1}"#, None),
-            (r#"{"progress":1}"#, None),
-        ] {
-            assert!(read_report(params.as_bytes()).is_none(), "{params}");
-            let raw = RawValue::from_string(params.to_owned()).expect("valid JSON");
-            let lenient = read_progress(&raw);
-            assert_eq!(
-                lenient.as_ref().map(|(token, _)| *token),
-                lenient_token,
-                "{params}"
-            );
-            assert!(
-                lenient.is_none_or(|(_, update)| update.is_none()),
-                "{params}"
-            );
-        }
-        for params in [r#"{"progressToken":7,"progress":1},"id":1"#, "{", "[7,1]"] {
-            assert!(read_report(params.as_bytes()).is_none(), "{params}");
-        }
+    }
+
+    #[test]
+    fn a_part_shares_its_frame_unless_it_is_a_small_part_of_a_large_one() {
+        let frame = Bytes::from(r#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,"x"]}}"#);
+        let text = std::str::from_utf8(&frame).expect("UTF-8");
+        let part = part_of(&frame, &text[33..46]);
+        assert_eq!(&part[..], br#"{"a":[1,"x"]}"#);
+        assert_eq!(part.as_ptr(), frame[33..].as_ptr(), "a slice of the frame");
+
+        let padding = "p".repeat(2 * LARGE_MESSAGE_BYTES);
+        let large = Bytes::from(format!(r#"{{"result":{{"ok":true}},"x":"{padding}"}}"#));
+        let text = std::str::from_utf8(&large).expect("UTF-8");
+        let part = part_of(&large, &text[10..21]);
+        assert_eq!(&part[..], br#"{"ok":true}"#);
+        assert_ne!(part.as_ptr(), large[10..].as_ptr(), "copied out");
+
+        let elsewhere = part_of(&frame, "{}");
+        assert_eq!(&elsewhere[..], b"{}", "text from elsewhere is copied");
     }
 }

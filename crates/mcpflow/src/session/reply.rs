@@ -7,9 +7,9 @@ use mcpflow_protocol::{Message, RequestId};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::into_frame;
+use super::encode::into_frame;
 use super::writer::Outbound;
-use crate::transport::FrameMeta;
+use crate::transport::{Frame, FrameMeta};
 
 /// Bytes kept free in front of a serialized result for the response's head:
 /// `{"jsonrpc":"2.0","id":` and `,"result":` (32 bytes) and an id of up to 24, which
@@ -85,13 +85,13 @@ impl Reply {
         let mut head = Vec::with_capacity(HEADROOM);
         Message::write_response_head(&id, &mut head);
         if head.len() <= start {
-            // The head goes in front of the result, and the frame moves to the start of
-            // the buffer: no second buffer of the result's size, no reallocation.
+            // The head goes in front of the result: the frame is a slice of the buffer
+            // the result was serialized into.
             let at = start - head.len();
             buf[at..start].copy_from_slice(&head);
             buf.push(b'}');
-            buf.drain(..at);
-            return Outbound::new(buf, meta);
+            let frame = bytes::Bytes::from(buf).slice(at..);
+            return Outbound::frame(Frame::new(frame), meta);
         }
         // A string id too long for the room in front: the head in a buffer of its own.
         head.reserve(buf.len() - start + 1);
@@ -124,12 +124,7 @@ mod tests {
             related: Some(id.clone()),
         };
         let out = reply.into_frame(id, meta);
-        let mut bytes = out.bytes;
-        if let Some(result) = out.result {
-            bytes.extend_from_slice(result.get().as_bytes());
-            bytes.push(b'}');
-        }
-        String::from_utf8(bytes).expect("UTF-8")
+        String::from_utf8(out.frame.into_bytes().to_vec()).expect("UTF-8")
     }
 
     #[test]
@@ -162,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_large_reply_is_one_response() {
-        let text = "x".repeat(super::super::INLINE_RESULT_BYTES * 2);
+        let text = "x".repeat(crate::config::LARGE_MESSAGE_BYTES * 2);
         let reply = Reply::json(&serde_json::json!({"text": text})).expect("serializes");
         let framed = frame(reply, RequestId::number(1));
         let message: serde_json::Value = serde_json::from_str(&framed).expect("JSON");

@@ -17,10 +17,6 @@
 //! are empty and the writer is idle. The writer takes a frame off a queue and the
 //! transport out of the sink under the sink's lock, and a direct write checks the
 //! queues under the same lock, so no frame is ever between the two unseen.
-//!
-//! Small queued frames come in buffers from the session's [`FramePool`]; the writer
-//! gives each back after its batch, so a buffer is not freed on another thread than the
-//! one that made it (see `pool.rs`).
 
 use std::collections::HashSet;
 use std::future::poll_fn;
@@ -29,15 +25,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 
 use foldhash::fast::RandomState;
-use serde_json::value::RawValue;
+use mcpflow_protocol::RequestId;
 use tokio::sync::mpsc;
 
 use super::Shared;
-use super::pool::FramePool;
 use super::stop::Stop;
 use crate::error::CloseReason;
-use crate::transport::{FrameKind, FrameMeta, FrameWriter, WriteNow};
-use mcpflow_protocol::RequestId;
+use crate::transport::{Frame, FrameKind, FrameMeta, FrameWriter, WriteNow};
 
 /// Frames written between two flushes, at most.
 const MAX_BATCH: usize = 256;
@@ -52,10 +46,7 @@ type Notified = HashSet<RequestId, RandomState>;
 /// A serialized message on its way out.
 #[derive(Debug)]
 pub(crate) struct Outbound {
-    pub(crate) bytes: Vec<u8>,
-    /// A large result that follows `bytes` (a response's head) and is closed by `}`:
-    /// written in place, never copied into `bytes`.
-    pub(crate) result: Option<Box<RawValue>>,
+    pub(crate) frame: Frame,
     pub(crate) meta: FrameMeta,
     /// Not a message, when set: what the writer is asked to do instead.
     pub(crate) signal: Option<Signal>,
@@ -72,32 +63,23 @@ pub(crate) enum Signal {
 
 impl Outbound {
     pub(crate) fn new(bytes: Vec<u8>, meta: FrameMeta) -> Outbound {
+        Outbound::frame(Frame::new(bytes), meta)
+    }
+
+    pub(crate) fn frame(frame: Frame, meta: FrameMeta) -> Outbound {
         Outbound {
-            bytes,
-            result: None,
+            frame,
             meta,
             signal: None,
         }
-    }
-
-    /// This frame with its bytes in a buffer from `pool`, when they fit one: the writer
-    /// gives that buffer back instead of freeing it on its own thread. Not the head of
-    /// a large result: such answers are few, and with glibc, a buffer made or freed
-    /// beside each one changed how the heap takes back the result's block (the w4
-    /// benchmark's server peaked at 39-41 MiB instead of 30-31 over stdio).
-    pub(crate) fn pooled(mut self, pool: &FramePool) -> Outbound {
-        if self.result.is_none() {
-            self.bytes = pool.copy(std::mem::take(&mut self.bytes));
-        }
-        self
     }
 
     /// A signal to the writer, queued behind the frames before it.
     pub(crate) fn signal(signal: Signal, related: Option<RequestId>) -> Outbound {
         Outbound {
             signal: Some(signal),
-            ..Outbound::new(
-                Vec::new(),
+            ..Outbound::frame(
+                Frame::new(bytes::Bytes::new()),
                 FrameMeta {
                     kind: FrameKind::Notification,
                     related,
@@ -200,8 +182,8 @@ fn holds_frames(queue: &mpsc::Sender<Outbound>) -> bool {
 
 impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
     fn write_now(&self, frame: Outbound) -> Direct {
-        // A large result is written in place by the writer (`write_response_parts`).
-        if frame.result.is_some() {
+        // A large response is left to the writer: the transport may wait for room.
+        if frame.frame.is_parted() {
             return Direct::Declined(frame);
         }
         // The writer has the sink for a whole batch; a frame queued before this one
@@ -220,7 +202,7 @@ impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
         {
             return Direct::Declined(frame);
         }
-        match writer.try_write_now(&frame.bytes, &frame.meta) {
+        match writer.try_write_now(&frame.frame, &frame.meta) {
             WriteNow::Sent => Direct::Written,
             WriteNow::Buffered => {
                 // When the queue is full the writer has a batch to write, and flushes
@@ -235,32 +217,23 @@ impl<W: FrameWriter> DirectWrite for DirectWriter<W> {
     }
 }
 
-/// Write `frame`, or do what its signal asks; the frame's buffer, once written.
+/// Write `frame`, or do what its signal asks.
 async fn write_one<W: FrameWriter>(
     writer: &mut W,
-    mut frame: Outbound,
-) -> Result<Vec<u8>, crate::error::TransportError> {
+    frame: Outbound,
+) -> Result<(), crate::error::TransportError> {
     match frame.signal {
         Some(Signal::EndStream) => {
             if let Some(request) = &frame.meta.related {
                 writer.flush().await?;
                 writer.end_stream(request).await;
             }
-            return Ok(frame.bytes);
+            Ok(())
         }
         // The batch ends with a flush.
-        Some(Signal::Flush) => return Ok(frame.bytes),
-        None => {}
+        Some(Signal::Flush) => Ok(()),
+        None => writer.write_frame(frame.frame, &frame.meta).await,
     }
-    match frame.result.take() {
-        Some(result) => {
-            writer
-                .write_response_parts(&frame.bytes, result, &frame.meta)
-                .await?;
-        }
-        None => writer.write_frame(&frame.bytes, &frame.meta).await?,
-    }
-    Ok(frame.bytes)
 }
 
 pub(crate) async fn run_writer<W: FrameWriter>(
@@ -271,8 +244,6 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     shared: Arc<Shared>,
 ) {
     let sink = &sink.0;
-    // The buffers of a batch's frames, given back to the pool after it.
-    let mut written = Vec::new();
     loop {
         let Next::Frame(first, mut idle) =
             next_frame(sink, &mut control, &mut outbound, &stop).await
@@ -285,11 +256,8 @@ pub(crate) async fn run_writer<W: FrameWriter>(
             &mut control,
             &mut outbound,
             &mut idle.notified,
-            &mut written,
         );
-        let batch = batch.await;
-        shared.pool.give_back(&mut written);
-        if let Err(e) = batch {
+        if let Err(e) = batch.await {
             shared.shutdown(CloseReason::Transport(e));
             idle.writer.close().await;
             return;
@@ -359,21 +327,12 @@ async fn next_frame<W>(
     .await
 }
 
-/// Whether a notification frame is `notifications/progress`, as
-/// `Message::write_notification` writes it (every progress report this engine sends).
-/// Progress is what a client can lose to a response in the same read; logs and other
-/// notifications do not need the response kept apart.
-fn is_progress(frame: &[u8]) -> bool {
-    frame.starts_with(super::head::PROGRESS_FIRST)
-}
-
 async fn write_batch<W: FrameWriter>(
     writer: &mut W,
     first: Outbound,
     control: &mut mpsc::Receiver<Outbound>,
     outbound: &mut mpsc::Receiver<Outbound>,
     notified: &mut Notified,
-    written: &mut Vec<Vec<u8>>,
 ) -> Result<(), crate::error::TransportError> {
     let mut next = Some(first);
     for _ in 0..MAX_BATCH {
@@ -384,11 +343,7 @@ async fn write_batch<W: FrameWriter>(
             break;
         };
         match (&frame.meta.kind, &frame.meta.related) {
-            (FrameKind::Notification, Some(request))
-                if frame.signal.is_none()
-                    && is_progress(&frame.bytes)
-                    && !notified.contains(request) =>
-            {
+            (FrameKind::Progress, Some(request)) if !notified.contains(request) => {
                 // Requests cancelled after their progress are never answered: keep the set
                 // bounded (forgetting costs at most one missed flush apart).
                 if notified.len() >= MAX_NOTIFIED {
@@ -402,90 +357,7 @@ async fn write_batch<W: FrameWriter>(
             }
             _ => {}
         }
-        let bytes = write_one(writer, frame).await?;
-        // A pooled buffer waits for the batch's end to go back; any other (a large
-        // frame above all) is freed as soon as it is written.
-        if FramePool::takes(&bytes) {
-            written.push(bytes);
-        }
+        write_one(writer, frame).await?;
     }
     writer.flush().await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::pool::SLOT;
-
-    fn meta() -> FrameMeta {
-        FrameMeta {
-            kind: FrameKind::Response(Some(RequestId::number(1))),
-            related: None,
-        }
-    }
-
-    /// Records every frame written.
-    #[derive(Default)]
-    struct Recorder(Vec<Vec<u8>>);
-
-    impl FrameWriter for Recorder {
-        async fn write_frame(
-            &mut self,
-            frame: &[u8],
-            _meta: &FrameMeta,
-        ) -> Result<(), crate::error::TransportError> {
-            self.0.push(frame.to_vec());
-            Ok(())
-        }
-        async fn flush(&mut self) -> Result<(), crate::error::TransportError> {
-            Ok(())
-        }
-        async fn close(&mut self) {}
-    }
-
-    #[tokio::test]
-    async fn a_batch_keeps_only_pooled_buffers_until_its_end() {
-        let pool = FramePool::default();
-        let (_control_tx, mut control) = mpsc::channel(8);
-        let (outbound_tx, mut outbound) = mpsc::channel(8);
-        let large = Outbound::new(vec![b' '; SLOT * 4], meta()).pooled(&pool);
-        outbound_tx.try_send(large).unwrap();
-        let small = Outbound::new(b"{}".to_vec(), meta()).pooled(&pool);
-        let (mut writer, mut written) = (Recorder::default(), Vec::new());
-        let mut notified = Notified::default();
-        let batch = write_batch(
-            &mut writer,
-            small,
-            &mut control,
-            &mut outbound,
-            &mut notified,
-            &mut written,
-        );
-        tokio::time::timeout(std::time::Duration::from_secs(10), batch)
-            .await
-            .expect("a batch of two frames was not written within 10 s")
-            .unwrap();
-        assert_eq!(writer.0.len(), 2, "both frames written");
-        assert_eq!(
-            written.len(),
-            1,
-            "only the pooled buffer waits for the pool"
-        );
-        assert!(written.iter().all(FramePool::takes));
-    }
-
-    #[test]
-    fn small_frames_are_pooled_and_the_head_of_a_large_result_is_not() {
-        let pool = FramePool::default();
-        let small = Outbound::new(b"{}".to_vec(), meta()).pooled(&pool);
-        assert_eq!(small.bytes.capacity(), SLOT, "copied into a pooled buffer");
-        let head = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":".to_vec();
-        let large = Outbound {
-            result: RawValue::from_string("{}".to_owned()).ok(),
-            ..Outbound::new(head.clone(), meta())
-        }
-        .pooled(&pool);
-        assert_eq!(large.bytes, head);
-        assert_ne!(large.bytes.capacity(), SLOT, "left in its own buffer");
-    }
 }

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 
 use super::lines::LineReader;
 use super::stream::LineWriter;
-use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
+use super::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 
@@ -356,25 +356,14 @@ impl ChildWriter {
 }
 
 impl FrameWriter for ChildWriter {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+    async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
         match self.stdin()?.write_frame(frame, meta).await {
             Ok(()) => Ok(()),
             Err(_) => Err(self.shared.exit_error().await),
         }
     }
 
-    async fn write_frame_parts(
-        &mut self,
-        parts: &[&[u8]],
-        meta: &FrameMeta,
-    ) -> Result<(), TransportError> {
-        match self.stdin()?.write_frame_parts(parts, meta).await {
-            Ok(()) => Ok(()),
-            Err(_) => Err(self.shared.exit_error().await),
-        }
-    }
-
-    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, meta: &FrameMeta) -> WriteNow {
         match &mut self.stdin {
             Some(stdin) => stdin.try_write_now(frame, meta),
             None => WriteNow::Declined,

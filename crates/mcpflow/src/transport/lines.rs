@@ -5,6 +5,7 @@
 //! the limit is skipped to its end (newline framing can always resynchronise) and
 //! reported as [`InboundFrame::Oversized`].
 
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::InboundFrame;
@@ -126,9 +127,9 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                         && len >= HANDOFF_BYTES
                         && self.buf.len() - end <= HANDOFF_BYTES
                     {
-                        return Some(InboundFrame::Message(self.hand_off(len, end)));
+                        return Some(InboundFrame::Message(Bytes::from(self.hand_off(len, end))));
                     }
-                    return Some(InboundFrame::Message(line.to_vec()));
+                    return Some(InboundFrame::Message(Bytes::copy_from_slice(line)));
                 }
                 None => {
                     self.scanned = self.buf.len();
@@ -180,7 +181,7 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
             None
         } else {
             // A final message without a newline still counts.
-            Some(InboundFrame::Message(rest.to_vec()))
+            Some(InboundFrame::Message(Bytes::copy_from_slice(rest)))
         }
     }
 
@@ -216,7 +217,7 @@ mod tests {
         let mut out = Vec::new();
         while let Some(frame) = reader.read_frame().await.expect("in-memory read") {
             out.push(match frame {
-                InboundFrame::Message(m) => String::from_utf8(m).expect("utf8"),
+                InboundFrame::Message(m) => String::from_utf8(m.to_vec()).expect("utf8"),
                 InboundFrame::Oversized { len, .. } => format!("<oversized {len}>"),
                 InboundFrame::RequestFailed { .. } => "<request failed>".to_owned(),
             });
@@ -266,7 +267,7 @@ mod tests {
                 panic!("unexpected {frame:?}");
             };
             assert_eq!(m.len(), size);
-            capacities.push(m.capacity());
+            capacities.push(Vec::from(m).capacity());
         }
         assert_eq!(capacities.len(), 2);
         // The first doubles its way up (to 4 MiB); the second gets its room at once.

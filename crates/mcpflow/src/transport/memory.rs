@@ -13,9 +13,10 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use bytes::Bytes;
 use tokio::sync::Notify;
 
-use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
+use super::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
 use crate::error::TransportError;
 
 /// One end of an in-memory connection.
@@ -69,7 +70,7 @@ struct Channel {
 
 #[derive(Debug, Default)]
 struct State {
-    frames: VecDeque<Vec<u8>>,
+    frames: VecDeque<Bytes>,
     pushed: u64,
     taken: u64,
     writer_closed: bool,
@@ -90,7 +91,7 @@ impl Channel {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn send(&self, frame: Vec<u8>) -> Result<(), TransportError> {
+    async fn send(&self, frame: Bytes) -> Result<(), TransportError> {
         let broken = || {
             TransportError::io(
                 "writing to the peer",
@@ -126,24 +127,24 @@ impl Channel {
     /// Queue `frame` if there is room now. A rendezvous (capacity 0) always waits for
     /// the reader, so it never takes a frame here; nor does a closed channel, whose
     /// error the writer reports.
-    fn try_send(&self, frame: &[u8]) -> WriteNow {
+    fn try_send(&self, frame: &Frame) -> WriteNow {
         let mut state = self.lock();
         if state.reader_closed || state.frames.len() >= self.capacity {
             return WriteNow::Declined;
         }
-        self.push(&mut state, frame.to_vec());
+        self.push(&mut state, frame.clone().into_bytes());
         WriteNow::Sent
     }
 
     /// Queue `frame` (there is room) and wake the reader; the frame's ticket.
-    fn push(&self, state: &mut State, frame: Vec<u8>) -> u64 {
+    fn push(&self, state: &mut State, frame: Bytes) -> u64 {
         state.frames.push_back(frame);
         state.pushed += 1;
         self.readable.notify_one();
         state.pushed
     }
 
-    async fn recv(&self) -> Option<Vec<u8>> {
+    async fn recv(&self) -> Option<Bytes> {
         loop {
             let notified = self.readable.notified();
             tokio::pin!(notified);
@@ -190,11 +191,11 @@ pub struct MemoryWriter {
 }
 
 impl FrameWriter for MemoryWriter {
-    async fn write_frame(&mut self, frame: &[u8], _meta: &FrameMeta) -> Result<(), TransportError> {
-        self.channel.send(frame.to_vec()).await
+    async fn write_frame(&mut self, frame: Frame, _meta: &FrameMeta) -> Result<(), TransportError> {
+        self.channel.send(frame.into_bytes()).await
     }
 
-    fn try_write_now(&mut self, frame: &[u8], _meta: &FrameMeta) -> WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, _meta: &FrameMeta) -> WriteNow {
         self.channel.try_send(frame)
     }
 
@@ -228,22 +229,23 @@ mod tests {
         };
         let (rendezvous, _other) = MemoryTransport::pair(0);
         let (_, mut writer) = rendezvous.split();
-        assert_eq!(writer.try_write_now(b"{}", &meta), WriteNow::Declined);
+        let text = |text: &'static str| Frame::new(text.as_bytes());
+        assert_eq!(writer.try_write_now(&text("{}"), &meta), WriteNow::Declined);
 
         let (ours, theirs) = MemoryTransport::pair(1);
         let (_, mut writer) = ours.split();
         let (mut reader, _) = theirs.split();
-        assert_eq!(writer.try_write_now(b"[1]", &meta), WriteNow::Sent);
+        assert_eq!(writer.try_write_now(&text("[1]"), &meta), WriteNow::Sent);
         assert_eq!(
-            writer.try_write_now(b"[2]", &meta),
+            writer.try_write_now(&text("[2]"), &meta),
             WriteNow::Declined,
             "full"
         );
         let frame = reader.read_frame().await.expect("read");
-        assert!(matches!(frame, Some(InboundFrame::Message(f)) if f == b"[1]"));
+        assert!(matches!(frame, Some(InboundFrame::Message(f)) if f == b"[1]"[..]));
         drop(reader);
         assert_eq!(
-            writer.try_write_now(b"[3]", &meta),
+            writer.try_write_now(&text("[3]"), &meta),
             WriteNow::Declined,
             "the reader is gone: the writer reports it"
         );

@@ -4,7 +4,8 @@
 //! and a [`FrameWriter`], owned by its single writer task. Between the writer's
 //! batches, the session may lend the writer to another task for one
 //! [`FrameWriter::try_write_now`]; it is never used by two at once, so transports need
-//! no locking.
+//! no locking. Frames travel as [`bytes::Bytes`] both ways, so a transport that keeps
+//! whole messages (memory, HTTP) takes them without a copy.
 //!
 //! Each outbound frame comes with a [`FrameMeta`]: what kind of message it is and which
 //! inbound request it relates to. Byte-stream transports ignore it; the HTTP transport
@@ -20,6 +21,7 @@
 
 use std::future::Future;
 
+use bytes::Bytes;
 use mcpflow_protocol::RequestId;
 
 use crate::error::TransportError;
@@ -30,6 +32,7 @@ pub mod memory;
 pub mod stdio;
 pub mod stream;
 
+pub use bytes;
 pub use child::{ChildProcess, ChildProcessBuilder};
 pub use memory::MemoryTransport;
 pub use stream::StreamTransport;
@@ -40,8 +43,12 @@ pub use stream::StreamTransport;
 pub enum FrameKind {
     /// A request this side sends.
     Request,
-    /// A notification.
+    /// A notification other than progress.
     Notification,
+    /// A `notifications/progress` notification. Some clients lose progress that arrives
+    /// in the same read as its request's response, so the writer keeps the two apart
+    /// ([`FrameWriter::flush_apart`]).
+    Progress,
     /// A response (result or error) to the peer's request with this id; `None` for an
     /// error answering an unreadable id.
     Response(Option<RequestId>),
@@ -57,12 +64,96 @@ pub struct FrameMeta {
     pub related: Option<RequestId>,
 }
 
+/// One outbound message's bytes: one buffer, or a large response as its head and its
+/// result (the closing `}` follows), so that the result is never copied into a frame
+/// buffer first. Cloning is cheap: the parts are reference-counted.
+///
+/// ```
+/// use mcpflow::transport::Frame;
+///
+/// let frame = Frame::new(r#"{"jsonrpc":"2.0","method":"n"}"#.as_bytes().to_vec());
+/// assert_eq!(frame.parts().concat(), frame.clone().into_bytes());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    head: Bytes,
+    /// A large response's result, written after `head` and closed by `}`.
+    result: Option<Bytes>,
+}
+
+impl Frame {
+    /// A frame of one buffer.
+    pub fn new(bytes: impl Into<Bytes>) -> Frame {
+        Frame {
+            head: bytes.into(),
+            result: None,
+        }
+    }
+
+    /// A response given as its head (up to `"result":`) and its result.
+    pub(crate) fn response(head: Bytes, result: Bytes) -> Frame {
+        Frame {
+            head,
+            result: Some(result),
+        }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.result.as_ref().map_or(0, |r| r.len() + 1)
+    }
+
+    /// Whether it has no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether it comes in parts (a large response).
+    pub fn is_parted(&self) -> bool {
+        self.result.is_some()
+    }
+
+    /// The parts, in order; their concatenation is the message.
+    pub fn parts(&self) -> Vec<&[u8]> {
+        match &self.result {
+            None => vec![&self.head],
+            Some(result) => vec![&self.head, result, b"}"],
+        }
+    }
+
+    /// The message in one buffer: free for a frame of one part; a large response is
+    /// joined in its result's own buffer when nothing else holds it.
+    pub fn into_bytes(self) -> Bytes {
+        let Some(result) = self.result else {
+            return self.head;
+        };
+        let mut message = Vec::from(result);
+        message.reserve_exact(self.head.len() + 1);
+        message.splice(0..0, self.head.iter().copied());
+        message.push(b'}');
+        Bytes::from(message)
+    }
+}
+
+impl From<Vec<u8>> for Frame {
+    fn from(bytes: Vec<u8>) -> Frame {
+        Frame::new(bytes)
+    }
+}
+
+impl From<Bytes> for Frame {
+    fn from(bytes: Bytes) -> Frame {
+        Frame::new(bytes)
+    }
+}
+
 /// One inbound frame.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum InboundFrame {
-    /// The bytes of one message (or batch).
-    Message(Vec<u8>),
+    /// The bytes of one message (or batch). A response's result is decoded straight from
+    /// them, so they are kept as they came (`Bytes`, not copied).
+    Message(Bytes),
     /// A frame longer than the limit was skipped; the transport resynchronised at the
     /// next boundary. `prefix` holds its first bytes, to recover the request id.
     Oversized {
@@ -96,67 +187,34 @@ pub trait FrameReader: Send + 'static {
     ) -> impl Future<Output = Result<Option<InboundFrame>, TransportError>> + Send;
 }
 
-/// The sending half of a transport.
+/// The sending half of a transport. Only [`write_frame`](Self::write_frame),
+/// [`flush`](Self::flush) and [`close`](Self::close) are required; the other methods
+/// are hooks with defaults that suit most transports.
 pub trait FrameWriter: Send + 'static {
     /// Queue one frame (without a trailing newline; framing is the transport's job).
     fn write_frame(
         &mut self,
-        frame: &[u8],
+        frame: Frame,
         meta: &FrameMeta,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
-    /// Queue one frame given in pieces whose concatenation is the frame. The session
-    /// writes a large response this way, so its result is never copied into a frame
-    /// buffer first. The default joins the pieces and calls
-    /// [`write_frame`](Self::write_frame).
-    fn write_frame_parts(
-        &mut self,
-        parts: &[&[u8]],
-        meta: &FrameMeta,
-    ) -> impl Future<Output = Result<(), TransportError>> + Send {
-        let frame = parts.concat();
-        async move { self.write_frame(&frame, meta).await }
-    }
+    /// Push queued frames to the peer.
+    fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 
-    /// Queue a response given as its head (up to `"result":`), its result and the
-    /// closing `}`. The session writes a large response this way; the result is owned,
-    /// so a transport that keeps whole messages can take its buffer instead of copying
-    /// it. The default writes the three with
-    /// [`write_frame_parts`](Self::write_frame_parts).
-    fn write_response_parts(
-        &mut self,
-        head: &[u8],
-        result: Box<serde_json::value::RawValue>,
-        meta: &FrameMeta,
-    ) -> impl Future<Output = Result<(), TransportError>> + Send {
-        async move {
-            self.write_frame_parts(&[head, result.get().as_bytes(), b"}"], meta)
-                .await
-        }
-    }
+    /// End the outbound direction (close stdin of a child, end the stream) and release
+    /// what the transport holds (reap a child process). Bounded in time.
+    fn close(&mut self) -> impl Future<Output = ()> + Send;
 
-    /// End the stream carrying the answer to the peer's request `request` now, when the
-    /// peer can resume it later (streamable HTTP with an event store: the client
-    /// reconnects with `Last-Event-ID` and receives the rest). Frames queued before were
-    /// flushed. Transports without such streams ignore it, which is the default.
-    fn end_stream(&mut self, request: &RequestId) -> impl Future<Output = ()> + Send {
-        let _ = request;
-        std::future::ready(())
-    }
-
-    /// Take one whole frame and start pushing it to the peer, without waiting; or take
-    /// none of it. The session calls this for a sequential caller's request (the only
-    /// one in flight, after one that was alone too) and for the answer to a sequential
-    /// peer's request, while its writer is idle and nothing is queued, so that the
-    /// frame goes out from the task that made it instead of through a hand-off to the
-    /// writer task. A transport that takes the frame but cannot push all of it at once
-    /// answers [`WriteNow::Buffered`]; the session then has the writer
-    /// [`flush`](Self::flush), which also reports an error met here. The default takes
-    /// nothing, and the frame goes through the writer as usual.
+    /// Take one whole frame and start pushing it to the peer without waiting, or take
+    /// none of it. The session calls this from the task that made the frame, when its
+    /// writer is idle and nothing is queued, which saves a hand-off to the writer task.
+    /// A transport that takes the frame but cannot push all of it at once answers
+    /// [`WriteNow::Buffered`]; the session then has the writer [`flush`](Self::flush),
+    /// which also reports an error met here. The default takes nothing.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// use mcpflow::transport::{FrameKind, FrameMeta, FrameWriter, Transport, WriteNow};
+    /// use mcpflow::transport::{Frame, FrameKind, FrameMeta, FrameWriter, Transport, WriteNow};
     /// use mcpflow::transport::StreamTransport;
     /// use tokio::io::AsyncBufReadExt;
     ///
@@ -164,21 +222,18 @@ pub trait FrameWriter: Send + 'static {
     /// let (read, write) = tokio::io::split(ours);
     /// let (_reader, mut writer) = StreamTransport::new(read, write).split();
     /// let meta = FrameMeta { kind: FrameKind::Request, related: None };
-    /// let frame = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-    /// assert_eq!(writer.try_write_now(frame, &meta), WriteNow::Sent);
+    /// let frame = Frame::new(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec());
+    /// assert_eq!(writer.try_write_now(&frame, &meta), WriteNow::Sent);
     ///
     /// let mut line = String::new();
     /// tokio::io::BufReader::new(theirs).read_line(&mut line).await.unwrap();
-    /// assert_eq!(line.trim_end().as_bytes(), frame);
+    /// assert_eq!(line.trim_end().as_bytes(), frame.into_bytes());
     /// # }
     /// ```
-    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, meta: &FrameMeta) -> WriteNow {
         let _ = (frame, meta);
         WriteNow::Declined
     }
-
-    /// Push queued frames to the peer.
-    fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 
     /// Push queued frames to the peer and give it a chance to read them before the next
     /// frame. The writer calls this between progress sent for a request and the
@@ -190,9 +245,14 @@ pub trait FrameWriter: Send + 'static {
         self.flush()
     }
 
-    /// End the outbound direction (close stdin of a child, end the stream) and release
-    /// what the transport holds (reap a child process). Bounded in time.
-    fn close(&mut self) -> impl Future<Output = ()> + Send;
+    /// End the stream carrying the answer to the peer's request `request` now, when the
+    /// peer can resume it later (streamable HTTP with an event store: the client
+    /// reconnects with `Last-Event-ID` and receives the rest). Frames queued before were
+    /// flushed. Transports without such streams ignore it, which is the default.
+    fn end_stream(&mut self, request: &RequestId) -> impl Future<Output = ()> + Send {
+        let _ = request;
+        std::future::ready(())
+    }
 }
 
 /// What [`FrameWriter::try_write_now`] did with a frame.

@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::lines::LineReader;
 use super::stream::LineWriter;
-use super::{FrameMeta, FrameWriter, Transport, WriteNow};
+use super::{Frame, FrameMeta, FrameWriter, Transport, WriteNow};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 use unix::NonBlocking;
@@ -95,19 +95,11 @@ pub struct StdoutLines {
 }
 
 impl FrameWriter for StdoutLines {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+    async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
         self.lines.write_frame(frame, meta).await
     }
 
-    async fn write_frame_parts(
-        &mut self,
-        parts: &[&[u8]],
-        meta: &FrameMeta,
-    ) -> Result<(), TransportError> {
-        self.lines.write_frame_parts(parts, meta).await
-    }
-
-    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, meta: &FrameMeta) -> WriteNow {
         self.lines.try_write_now(frame, meta)
     }
 

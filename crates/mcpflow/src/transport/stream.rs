@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 
 use super::lines::LineReader;
-use super::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
+use super::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 
@@ -96,16 +96,8 @@ impl<W: AsyncWrite + Unpin + Send> LineWriter<W> {
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
-        self.write_frame_parts(&[frame], meta).await
-    }
-
-    async fn write_frame_parts(
-        &mut self,
-        parts: &[&[u8]],
-        _meta: &FrameMeta,
-    ) -> Result<(), TransportError> {
-        for part in parts.iter().chain([&&b"\n"[..]]) {
+    async fn write_frame(&mut self, frame: Frame, _meta: &FrameMeta) -> Result<(), TransportError> {
+        for part in frame.parts().into_iter().chain([&b"\n"[..]]) {
             self.inner
                 .write_all(part)
                 .await
@@ -114,7 +106,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
         Ok(())
     }
 
-    fn try_write_now(&mut self, frame: &[u8], _meta: &FrameMeta) -> WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, _meta: &FrameMeta) -> WriteNow {
         // Only a frame that fits beside what is buffered: the buffer takes it whole
         // without touching the sink.
         if self.inner.buffer().len() + frame.len() + 1 > BUFFER_BYTES {
@@ -122,7 +114,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
         }
         let mut cx = Context::from_waker(Waker::noop());
         let mut inner = Pin::new(&mut self.inner);
-        for part in [frame, b"\n"] {
+        for part in frame.parts().into_iter().chain([&b"\n"[..]]) {
             if !matches!(inner.as_mut().poll_write(&mut cx, part), Poll::Ready(Ok(n)) if n == part.len())
             {
                 // Unreachable with room checked above; the frame may be half buffered,

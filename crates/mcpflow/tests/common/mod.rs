@@ -11,8 +11,8 @@ use std::time::Duration;
 use mcpflow::transport::lines::LineReader;
 use mcpflow::transport::stream::LineWriter;
 use mcpflow::transport::{
-    FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport, StreamTransport,
-    Transport,
+    Frame, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport,
+    StreamTransport, Transport,
 };
 use serde_json::Value;
 
@@ -137,8 +137,9 @@ pub struct RecordingWriter {
 }
 
 impl RecordingWriter {
-    fn record(&self, direct: bool, frame: &[u8], meta: &FrameMeta) {
-        let message = serde_json::from_slice(frame).expect("the engine writes JSON");
+    fn record(&self, direct: bool, frame: &Frame, meta: &FrameMeta) {
+        let message =
+            serde_json::from_slice(&frame.clone().into_bytes()).expect("the engine writes JSON");
         self.log.lock().expect("the log").push(Written::Frame {
             direct,
             kind: meta.kind.clone(),
@@ -150,13 +151,13 @@ impl RecordingWriter {
 impl FrameWriter for RecordingWriter {
     async fn write_frame(
         &mut self,
-        frame: &[u8],
+        frame: Frame,
         meta: &FrameMeta,
     ) -> Result<(), mcpflow::TransportError> {
-        self.record(false, frame, meta);
+        self.record(false, &frame, meta);
         self.lines.write_frame(frame, meta).await
     }
-    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> mcpflow::transport::WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, meta: &FrameMeta) -> mcpflow::transport::WriteNow {
         let taken = self.lines.try_write_now(frame, meta);
         if taken != mcpflow::transport::WriteNow::Declined {
             self.record(true, frame, meta);
@@ -251,7 +252,7 @@ impl FrameReader for AnyReader {
 impl FrameWriter for AnyWriter {
     async fn write_frame(
         &mut self,
-        frame: &[u8],
+        frame: Frame,
         meta: &FrameMeta,
     ) -> Result<(), mcpflow::TransportError> {
         match self {
@@ -259,17 +260,7 @@ impl FrameWriter for AnyWriter {
             AnyWriter::Stream(w) => w.write_frame(frame, meta).await,
         }
     }
-    async fn write_frame_parts(
-        &mut self,
-        parts: &[&[u8]],
-        meta: &FrameMeta,
-    ) -> Result<(), mcpflow::TransportError> {
-        match self {
-            AnyWriter::Memory(w) => w.write_frame_parts(parts, meta).await,
-            AnyWriter::Stream(w) => w.write_frame_parts(parts, meta).await,
-        }
-    }
-    fn try_write_now(&mut self, frame: &[u8], meta: &FrameMeta) -> mcpflow::transport::WriteNow {
+    fn try_write_now(&mut self, frame: &Frame, meta: &FrameMeta) -> mcpflow::transport::WriteNow {
         match self {
             AnyWriter::Memory(w) => w.try_write_now(frame, meta),
             AnyWriter::Stream(w) => w.try_write_now(frame, meta),
@@ -311,7 +302,7 @@ impl RawPeer {
             related: None,
         };
         self.writer
-            .write_frame(bytes, &meta)
+            .write_frame(Frame::new(bytes.to_vec()), &meta)
             .await
             .expect("raw peer write");
         self.writer.flush().await.expect("raw peer flush");
@@ -329,7 +320,7 @@ impl RawPeer {
         };
         for value in values {
             self.writer
-                .write_frame(value.to_string().as_bytes(), &meta)
+                .write_frame(Frame::new(value.to_string().into_bytes()), &meta)
                 .await
                 .expect("raw peer write");
         }
@@ -354,7 +345,7 @@ impl RawPeer {
             related: None,
         };
         self.writer
-            .write_frame(text.as_bytes(), &meta)
+            .write_frame(Frame::new(text.as_bytes().to_vec()), &meta)
             .await
             .map_err(|e| e.to_string())?;
         self.writer.flush().await.map_err(|e| e.to_string())

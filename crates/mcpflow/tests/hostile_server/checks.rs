@@ -5,8 +5,9 @@ use super::*;
 /// How a call ended, against the answer it was sent: `Ok` only from a result with the
 /// call's id, and equal to that result read as `T`; `Codec` only for a result that does
 /// not read as `T` (or, with `schema`, for output that may break the tool's
-/// outputSchema); `Rejected` with the error sent, or with the fallback only when the
-/// answer is no longer a well-formed response to the call.
+/// outputSchema, or for a response to the call that does not decode); `Rejected` with
+/// the error sent, or with the fallback only when the answer is no longer a well-formed
+/// response to the call.
 pub(super) fn check_answer<T: Serialize + DeserializeOwned + std::fmt::Debug>(
     got: Result<&T, &SessionError>,
     answer: &Answer,
@@ -63,6 +64,17 @@ pub(super) fn check_answer_of<T: Serialize + DeserializeOwned + std::fmt::Debug>
                 Ok(())
             } else {
                 Err("rejected with an error that was not sent".to_owned())
+            }
+        }
+        // A response that does not decode, whose id could be read: its call ends at once.
+        Err(SessionError::Codec { detail, .. }) if detail.contains("response is unreadable") => {
+            let answers = sent.get("result").is_some() || sent.get("error").is_some();
+            if intact(sent, &answer.id) {
+                Err("a well-formed response was called unreadable".to_owned())
+            } else if !same_id || !answers || sent.get("method").is_some() {
+                Err("an unreadable response ended a call it does not answer".to_owned())
+            } else {
+                Ok(())
             }
         }
         Err(SessionError::Codec { detail, .. }) => match expected {

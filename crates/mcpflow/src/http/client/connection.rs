@@ -151,9 +151,9 @@ struct Envelope<'a> {
 }
 
 impl Outgoing {
-    pub(super) fn read(frame: &[u8], meta: &FrameMeta) -> Outgoing {
+    pub(super) fn read(frame: Bytes, meta: &FrameMeta) -> Outgoing {
         let mut outgoing = Outgoing {
-            bytes: Bytes::copy_from_slice(frame),
+            bytes: frame.clone(),
             kind: meta.kind.clone(),
             ids: Vec::new(),
             method: None,
@@ -179,10 +179,10 @@ impl Outgoing {
             }
         };
         if frame.trim_ascii_start().starts_with(b"[") {
-            if let Ok(items) = serde_json::from_slice::<Vec<Envelope<'_>>>(frame) {
+            if let Ok(items) = serde_json::from_slice::<Vec<Envelope<'_>>>(&frame) {
                 items.into_iter().for_each(&mut note);
             }
-        } else if let Ok(env) = serde_json::from_slice::<Envelope<'_>>(frame) {
+        } else if let Ok(env) = serde_json::from_slice::<Envelope<'_>>(&frame) {
             note(env);
         }
         outgoing
@@ -521,7 +521,7 @@ impl Connection {
         }
         let _ = self
             .inbound
-            .send(Delivery::Frame(InboundFrame::Message(bytes)))
+            .send(Delivery::Frame(InboundFrame::Message(Bytes::from(bytes))))
             .await;
         // Only once the answer is queued for the reader may its POST stop reading.
         if let Some(id) = answers {

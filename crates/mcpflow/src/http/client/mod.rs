@@ -65,7 +65,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 use crate::session::BoxFuture;
-use crate::transport::{FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use crate::transport::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
 
 use connection::{Connection, Delivery, Outgoing};
 
@@ -421,7 +421,7 @@ impl fmt::Debug for HttpClientWriter {
 }
 
 impl FrameWriter for HttpClientWriter {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
+    async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
         if self.closed {
             return Err(TransportError::Http {
                 context: "POST",
@@ -429,7 +429,7 @@ impl FrameWriter for HttpClientWriter {
                 detail: "the transport was closed".to_owned(),
             });
         }
-        let outgoing = Outgoing::read(frame, meta);
+        let outgoing = Outgoing::read(frame.into_bytes(), meta);
         self.conn.observe_outgoing(&outgoing);
         let (sent, next) = oneshot::channel();
         let previous = self.last_sent.replace(next);

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, decode};
+use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, MessageRef, decode};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, ProtocolVersion, RequestId};
 
 use super::events::{EventReceiver, sse_body};
@@ -177,21 +177,20 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
     };
     for message in messages {
         match message {
-            Message::Request(r) => {
-                if r.method == "initialize" {
-                    posted.initialize = Some(r.id.clone());
+            MessageRef::Request { id, method, .. } => {
+                if method == "initialize" {
+                    posted.initialize = Some(id.clone());
                 }
-                posted.requests.push(r.id);
+                posted.requests.push(id);
             }
-            Message::Notification(n) if n.method == "notifications/cancelled" => {
+            MessageRef::Notification { method, params } if method == "notifications/cancelled" => {
                 #[derive(serde::Deserialize)]
                 struct Cancelled {
                     #[serde(rename = "requestId")]
                     request_id: RequestId,
                 }
-                if let Some(c) = n
-                    .params
-                    .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+                if let Some(c) =
+                    params.and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
                 {
                     posted.cancels.push(c.request_id);
                 }
@@ -342,7 +341,7 @@ pub(crate) async fn post(
 
     if posted.requests.is_empty() {
         sender
-            .send(InboundFrame::Message(body.to_vec()))
+            .send(InboundFrame::Message(body.clone()))
             .await
             .map_err(|_| stream_error(StreamError::Gone))?;
         return Ok(with_session(StatusCode::ACCEPTED.into_response(), new_id));
@@ -353,7 +352,7 @@ pub(crate) async fn post(
         .open(&posted.requests, sse, posted.initialize.as_ref(), keep)
         .map_err(stream_error)?;
     sender
-        .send(InboundFrame::Message(body.to_vec()))
+        .send(InboundFrame::Message(body.clone()))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
     drop(sender);

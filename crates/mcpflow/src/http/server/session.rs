@@ -21,7 +21,9 @@ use super::events::{
     parse_event_id,
 };
 use crate::error::TransportError;
-use crate::transport::{FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use crate::transport::{
+    Frame, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport,
+};
 
 /// Frames queued from POST handlers to the engine's reader, at most.
 const INBOUND_QUEUE: usize = 64;
@@ -439,36 +441,10 @@ impl SessionWriter {
 }
 
 impl FrameWriter for SessionWriter {
-    async fn write_frame(&mut self, frame: &[u8], meta: &FrameMeta) -> Result<(), TransportError> {
-        self.route(Bytes::copy_from_slice(frame), meta);
-        Ok(())
-    }
-
-    /// A large response comes in parts: they are joined once, and that one buffer is
-    /// what a JSON body or the event store keeps.
-    async fn write_frame_parts(
-        &mut self,
-        parts: &[&[u8]],
-        meta: &FrameMeta,
-    ) -> Result<(), TransportError> {
-        self.route(Bytes::from(parts.concat()), meta);
-        Ok(())
-    }
-
-    /// A large response is made in its result's own buffer: the head moves in front
-    /// of the result, so the message a JSON body or the event store keeps is the
-    /// only buffer of its size.
-    async fn write_response_parts(
-        &mut self,
-        head: &[u8],
-        result: Box<serde_json::value::RawValue>,
-        meta: &FrameMeta,
-    ) -> Result<(), TransportError> {
-        let mut message = Box::<str>::from(result).into_boxed_bytes().into_vec();
-        message.reserve_exact(head.len() + 1);
-        message.splice(0..0, head.iter().copied());
-        message.push(b'}');
-        self.route(Bytes::from(message), meta);
+    /// A large response comes in parts: they are joined in the result's own buffer, and
+    /// that one buffer is what a JSON body or the event store keeps.
+    async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
+        self.route(frame.into_bytes(), meta);
         Ok(())
     }
 

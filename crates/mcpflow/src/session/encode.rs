@@ -1,0 +1,226 @@
+//! Outbound frames: each message serialized once, into the buffer the transport gets.
+
+use bytes::Bytes;
+use mcpflow_protocol::{Message, RequestId};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::options::RequestOptions;
+use super::writer::Outbound;
+use crate::config::LARGE_MESSAGE_BYTES;
+use crate::error::SessionError;
+use crate::transport::{Frame, FrameKind, FrameMeta};
+
+/// A reply the reader queues on the control queue.
+pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
+    Outbound::new(
+        serialize(message),
+        FrameMeta {
+            kind,
+            related: None,
+        },
+    )
+}
+
+/// The frame for `message`; a large response's result is not copied.
+pub(crate) fn into_frame(message: Message, meta: FrameMeta) -> Outbound {
+    match message {
+        Message::Response(r) if r.result.get().len() >= LARGE_MESSAGE_BYTES => {
+            let mut head = Vec::with_capacity(64);
+            Message::write_response_head(&r.id, &mut head);
+            let result = Bytes::from(Box::<str>::from(r.result).into_boxed_bytes());
+            Outbound::frame(Frame::response(Bytes::from(head), result), meta)
+        }
+        message => Outbound::new(serialize(&message), meta),
+    }
+}
+
+/// `message` as compact JSON, in a buffer sized for it.
+pub(crate) fn serialize(message: &Message) -> Vec<u8> {
+    let payload = match message {
+        Message::Request(r) => r.params.as_ref().map_or(0, |p| p.get().len()),
+        Message::Notification(n) => n.params.as_ref().map_or(0, |p| p.get().len()),
+        Message::Response(r) => r.result.get().len(),
+        Message::Error(_) => 0,
+    };
+    let mut bytes = Vec::with_capacity(128 + payload);
+    message.write_json(&mut bytes);
+    bytes
+}
+
+/// A request's frame, and the caller's own progress token when it set one in `_meta`.
+/// Without progress or `_meta` options the params are serialized straight into the
+/// frame; otherwise they are merged with the options' entries first.
+pub(crate) fn request_frame<P: Serialize + ?Sized>(
+    method: &str,
+    params: &P,
+    options: &RequestOptions,
+    id: i64,
+) -> Result<(Vec<u8>, Option<String>), SessionError> {
+    let codec = |e: serde_json::Error| SessionError::Codec {
+        method: method.into(),
+        detail: format!("params do not serialize: {e}"),
+    };
+    if !options.want_progress && options.meta.is_none() {
+        let mut bytes = Vec::with_capacity(160);
+        Message::write_request_head(&RequestId::number(id), method, &mut bytes);
+        serde_json::to_writer(&mut bytes, params).map_err(codec)?;
+        bytes.push(b'}');
+        return Ok((bytes, None));
+    }
+    let raw = serde_json::value::to_raw_value(params).map_err(codec)?;
+    raw_request_frame(method, Some(raw), options, id)
+}
+
+/// As [`request_frame`], for params already serialized.
+pub(crate) fn raw_request_frame(
+    method: &str,
+    params: Option<Box<RawValue>>,
+    options: &RequestOptions,
+    id: i64,
+) -> Result<(Vec<u8>, Option<String>), SessionError> {
+    let (params, alias) = with_meta(method, params, options, id)?;
+    let message = Message::request(RequestId::number(id), method, params);
+    Ok((serialize(&message), alias))
+}
+
+/// Put the progress token and `_meta` entries into the params, as the options ask. A
+/// caller's own `progressToken` is kept, and returned as the alias to route its
+/// progress by.
+fn with_meta(
+    method: &str,
+    params: Option<Box<RawValue>>,
+    options: &RequestOptions,
+    id: i64,
+) -> Result<(Option<Box<RawValue>>, Option<String>), SessionError> {
+    if !options.want_progress && options.meta.is_none() {
+        return Ok((params, None));
+    }
+    let codec = |detail: String| SessionError::Codec {
+        method: method.into(),
+        detail,
+    };
+    let mut object: serde_json::Map<String, serde_json::Value> = match &params {
+        None => serde_json::Map::new(),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|_| codec("progress and `_meta` options need object params".to_owned()))?,
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let serde_json::Value::Object(meta) = meta else {
+        return Err(codec("`_meta` in params must be an object".to_owned()));
+    };
+    if let Some(extra) = &options.meta {
+        meta.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let mut alias = None;
+    if options.want_progress {
+        match meta.get("progressToken") {
+            Some(token) => alias = Some(token.to_string()),
+            None => {
+                meta.insert("progressToken".to_owned(), id.into());
+            }
+        }
+    }
+    let raw = serde_json::value::to_raw_value(&object).map_err(|e| codec(e.to_string()))?;
+    Ok((Some(raw), alias))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // panics are how tests fail
+
+    use super::*;
+
+    fn raw(text: &str) -> Option<Box<RawValue>> {
+        Some(RawValue::from_string(text.to_owned()).expect("valid JSON"))
+    }
+
+    fn value(bytes: &[u8]) -> serde_json::Value {
+        serde_json::from_slice(bytes).expect("valid JSON")
+    }
+
+    #[test]
+    fn typed_params_are_framed_as_raw_ones_are() {
+        let cases = [
+            serde_json::json!({}),
+            serde_json::json!({"name": "x", "arguments": {"text": "}{"}}),
+            serde_json::json!({"name": "x", "arguments": {"_meta": 1}}),
+            serde_json::json!({"_meta": {"k": 1}, "name": "y"}),
+            serde_json::json!({"_meta": {"progressToken": "mine"}}),
+        ];
+        let mut meta = serde_json::Map::new();
+        meta.insert("vendor".to_owned(), serde_json::json!(true));
+        let options = [
+            RequestOptions::new(),
+            RequestOptions::new().with_progress_token(),
+            RequestOptions::new().with_progress_token().meta(meta),
+        ];
+        for params in &cases {
+            for options in &options {
+                let (typed, typed_alias) = request_frame("m", params, options, 7).unwrap();
+                let raw = serde_json::value::to_raw_value(params).unwrap();
+                let (from_raw, alias) = raw_request_frame("m", Some(raw), options, 7).unwrap();
+                assert_eq!(value(&typed), value(&from_raw), "{params:?}");
+                assert_eq!(typed_alias, alias);
+            }
+        }
+        assert!(request_frame("m", &[1], &RequestOptions::new().with_progress_token(), 7).is_err());
+        let (plain, _) = request_frame("m", &serde_json::json!({"a": 1}), &options[0], 7).unwrap();
+        assert_eq!(
+            plain, br#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"a":1}}"#,
+            "written as serde_json writes the message"
+        );
+    }
+
+    #[test]
+    fn progress_tokens_are_added_or_merged() {
+        let progress = RequestOptions::new().with_progress_token();
+        let params = |params: Option<Box<RawValue>>| {
+            let (frame, alias) = raw_request_frame("m", params, &progress, 7).unwrap();
+            (value(&frame)["params"].clone(), alias)
+        };
+        let token = serde_json::json!({"_meta": {"progressToken": 7}});
+        assert_eq!(params(None), (token.clone(), None));
+        assert_eq!(params(raw(" { } ")), (token, None));
+        assert_eq!(
+            params(raw(r#"{"name":"x","arguments":{"a":[1]}}"#)).0,
+            serde_json::json!({"_meta": {"progressToken": 7}, "name": "x", "arguments": {"a": [1]}})
+        );
+        // Existing `_meta` is merged, and a caller's own token is kept as the alias.
+        assert_eq!(
+            params(raw(r#"{"_meta":{"k":1}}"#)).0,
+            serde_json::json!({"_meta": {"k": 1, "progressToken": 7}})
+        );
+        assert_eq!(
+            params(raw(r#"{"_meta":{"progressToken":"mine"}}"#)),
+            (
+                serde_json::json!({"_meta": {"progressToken": "mine"}}),
+                Some(r#""mine""#.to_owned())
+            )
+        );
+        assert!(raw_request_frame("m", raw("[1]"), &progress, 7).is_err());
+        assert!(raw_request_frame("m", raw(r#"{"_meta":3}"#), &progress, 7).is_err());
+    }
+
+    #[test]
+    fn a_large_result_is_framed_in_parts_without_a_copy() {
+        let text = "x".repeat(LARGE_MESSAGE_BYTES);
+        let result = serde_json::value::to_raw_value(&text).unwrap();
+        let at = result.get().as_ptr();
+        let meta = FrameMeta {
+            kind: FrameKind::Response(Some(RequestId::number(3))),
+            related: None,
+        };
+        let outbound = into_frame(Message::response(RequestId::number(3), result), meta);
+        let frame = outbound.frame;
+        assert!(frame.is_parted());
+        assert_eq!(frame.parts()[1].as_ptr(), at, "the result's own buffer");
+        let whole = frame.into_bytes();
+        assert_eq!(
+            value(&whole),
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": text})
+        );
+    }
+}

@@ -1,0 +1,471 @@
+//! [`Peer`], the handle for sending to the other side, and [`PendingRequest`], one
+//! request in flight.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use mcpflow_protocol::{Message, RequestId};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::Shared;
+use super::deadline::Deadline;
+use super::encode::{raw_request_frame, request_frame};
+use super::options::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
+use super::pending::{self, Failure, PendingEvent};
+use super::writer::{Direct, Outbound, Signal};
+use crate::config::SessionConfig;
+use crate::error::{CloseReason, SessionError};
+use crate::transport::{FrameKind, FrameMeta};
+
+/// A handle for sending to the peer: requests, notifications. Cheap to clone.
+///
+/// Every request has a timeout (the session's `request_timeout` unless
+/// [`RequestOptions`] say otherwise), and dropping a request's future sends
+/// `notifications/cancelled`.
+#[derive(Clone)]
+pub struct Peer {
+    pub(super) shared: Arc<Shared>,
+    pub(super) related: Option<RequestId>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("related", &self.related)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    pub(crate) fn with_related(&self, id: RequestId) -> Peer {
+        Peer {
+            shared: self.shared.clone(),
+            related: Some(id),
+        }
+    }
+
+    /// Send a request and wait for its result.
+    ///
+    /// # Errors
+    /// [`SessionError::Rejected`] with the peer's error, [`SessionError::Timeout`],
+    /// [`SessionError::Closed`] when the connection ends first, or
+    /// [`SessionError::Codec`] when params or result do not (de)serialize.
+    pub async fn request<P, R>(
+        &self,
+        method: &str,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<R, SessionError>
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let pending = self
+            .start_request(method, options, |id, options| {
+                request_frame(method, params, options, id)
+            })
+            .await?;
+        let result = pending.result_text().await?;
+        // Decoded straight from the frame the response came in.
+        serde_json::from_slice(&result).map_err(|e| SessionError::Codec {
+            method: method.into(),
+            detail: format!("unexpected result shape: {e}"),
+        })
+    }
+
+    /// Send a request with raw params and wait for its raw result.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, SessionError> {
+        self.send_request(method, params, options)
+            .await?
+            .response()
+            .await
+    }
+
+    /// Send a request and return its [`PendingRequest`], to read progress as a stream
+    /// with [`PendingRequest::next_event`].
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended, [`SessionError::Timeout`]
+    /// when the writer queue stays full past the timeout, [`SessionError::Codec`] when
+    /// progress or `_meta` options are used with params that are not an object.
+    pub async fn send_request(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<PendingRequest, SessionError> {
+        self.start_request(method, options, |id, options| {
+            raw_request_frame(method, params, options, id)
+        })
+        .await
+    }
+
+    /// Register a request, build its frame with `frame` (given the id; it returns the
+    /// bytes and the caller's own progress token, if any) and queue it.
+    async fn start_request(
+        &self,
+        method: &str,
+        options: RequestOptions,
+        frame: impl FnOnce(i64, &RequestOptions) -> Result<(Vec<u8>, Option<String>), SessionError>,
+    ) -> Result<PendingRequest, SessionError> {
+        let config = &self.shared.config;
+        let now = Instant::now();
+        let deadline = Deadline {
+            started: now,
+            last_activity: now,
+            timeout: options.timeout.unwrap_or(config.request_timeout),
+            max_total: options.max_total.unwrap_or(config.max_request_timeout),
+            reset_on_progress: options.reset_on_progress.unwrap_or(true),
+        };
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (bytes, alias) = frame(id, &options)?;
+        let (events, sequential) =
+            self.shared
+                .pending
+                .insert(id, alias, deadline)
+                .map_err(|reason| SessionError::Closed {
+                    method: method.into(),
+                    reason,
+                })?;
+        let mut pending = PendingRequest {
+            id,
+            method: method_name(method),
+            events,
+            shared: self.shared.clone(),
+            on_progress: options.on_progress,
+            finished: false,
+            // Nothing to cancel until the request is queued.
+            cancellable: false,
+            related: self.related.clone(),
+        };
+        let frame = Outbound::new(
+            bytes,
+            FrameMeta {
+                kind: FrameKind::Request,
+                related: self.related.clone(),
+            },
+        );
+        // A sequential caller's request (the only one in flight, after one that was
+        // alone too) is written at once when the writer is idle; with more in flight,
+        // or at the start of a burst, the writer batches them. Else it is queued at
+        // once when there is room; else it waits, bounded by the request's clock.
+        let frame = if sequential {
+            match self.shared.direct.write_now(frame) {
+                Direct::Written => {
+                    pending.cancellable = !options.never_cancel;
+                    return Ok(pending);
+                }
+                Direct::Declined(frame) => frame,
+            }
+        } else {
+            frame
+        };
+        let queued = match self.shared.outbound.try_send(frame) {
+            Ok(()) => Ok(Ok(())),
+            Err(mpsc::error::TrySendError::Closed(_)) => Ok(Err(())),
+            Err(mpsc::error::TrySendError::Full(frame)) => Box::pin(tokio::time::timeout_at(
+                deadline.at(),
+                self.shared.outbound.send(frame),
+            ))
+            .await
+            .map(|sent| sent.map_err(drop)),
+        };
+        match queued {
+            Ok(Ok(())) => {
+                pending.cancellable = !options.never_cancel;
+                Ok(pending)
+            }
+            Ok(Err(())) => {
+                pending.finished = true;
+                self.shared.pending.remove(id);
+                Err(SessionError::Closed {
+                    method: method.into(),
+                    reason: self.shared.close_reason(),
+                })
+            }
+            Err(_) => {
+                pending.finished = true;
+                self.shared.pending.remove(id);
+                Err(deadline.expired_error(method))
+            }
+        }
+    }
+
+    /// Send a notification.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended, [`SessionError::Codec`]
+    /// when the params do not serialize.
+    pub async fn notify_raw<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SessionError> {
+        // Serialized straight into the frame: notifications (progress above all) are
+        // the most frequent message a handler sends.
+        let kind = if method == "notifications/progress" {
+            FrameKind::Progress
+        } else {
+            FrameKind::Notification
+        };
+        let mut bytes = Vec::with_capacity(128);
+        Message::write_notification(method, params, &mut bytes).map_err(|e| {
+            SessionError::Codec {
+                method: method.into(),
+                detail: format!("params do not serialize: {e}"),
+            }
+        })?;
+        let frame = Outbound::new(
+            bytes,
+            FrameMeta {
+                kind,
+                related: self.related.clone(),
+            },
+        );
+        self.shared
+            .outbound
+            .send(frame)
+            .await
+            .map_err(|_| SessionError::Closed {
+                method: method.into(),
+                reason: self.shared.close_reason(),
+            })
+    }
+
+    /// Ask the transport to end the stream carrying the answer to the request this peer
+    /// handle is related to, once what is queued before it is written. Streamable HTTP
+    /// does so when the stream can be resumed; other transports ignore it.
+    pub(crate) async fn end_related_stream(&self) {
+        if self.related.is_none() {
+            return;
+        }
+        let frame = Outbound::signal(Signal::EndStream, self.related.clone());
+        let _ = self.shared.outbound.send(frame).await;
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.shared.ended.is_cancelled()
+    }
+
+    /// Wait until the connection ends.
+    pub async fn closed(&self) {
+        self.shared.ended.cancelled().await;
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.shared.reason.get().cloned()
+    }
+
+    /// Wait until every notification received so far has been handled on the
+    /// notification lane. Await it after a call returns to know that the notifications
+    /// the peer sent before the response (logs, `list_changed`) have run their handlers.
+    /// Returns at once inside a notification handler (it would wait for itself) and once
+    /// the connection has ended.
+    pub async fn notifications_handled(&self) {
+        self.shared.lane.settled().await;
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn pending_requests(&self) -> usize {
+        self.shared.pending.len()
+    }
+
+    /// Peer requests admitted and not yet answered (running or queued).
+    pub fn requests_in_flight(&self) -> usize {
+        self.shared.inbound.in_flight()
+    }
+
+    /// Accept JSON-RPC batches from the peer (only protocol 2025-03-26 allows them).
+    pub fn set_accept_batches(&self, accept: bool) {
+        self.shared.accept_batches.store(accept, Ordering::Relaxed);
+    }
+
+    /// The session's configuration.
+    pub fn config(&self) -> &SessionConfig {
+        &self.shared.config
+    }
+}
+
+/// A method name to keep with a request: a static string for every method the protocol
+/// defines, a copy otherwise.
+pub(crate) fn method_name(method: &str) -> Cow<'static, str> {
+    use mcpflow_protocol::methods::method::{NOTIFICATIONS, REQUESTS};
+    REQUESTS
+        .iter()
+        .chain(NOTIFICATIONS)
+        .find(|known| **known == method)
+        .map_or_else(
+            || Cow::Owned(method.to_owned()),
+            |known| Cow::Borrowed(*known),
+        )
+}
+
+/// A request in flight: read its progress as a stream with [`next_event`](Self::next_event)
+/// or wait for the result with [`response`](Self::response). Dropping it before the
+/// outcome sends `notifications/cancelled` (unless the request may not be cancelled).
+pub struct PendingRequest {
+    id: i64,
+    method: Cow<'static, str>,
+    events: Arc<pending::Events>,
+    shared: Arc<Shared>,
+    on_progress: Option<ProgressCallback>,
+    finished: bool,
+    cancellable: bool,
+    related: Option<RequestId>,
+}
+
+impl fmt::Debug for PendingRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingRequest")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An event of a pending request, its result still where it was read.
+enum Step {
+    Progress(ProgressUpdate),
+    Done(Result<Bytes, SessionError>),
+}
+
+impl PendingRequest {
+    /// The request's id.
+    pub fn id(&self) -> RequestId {
+        RequestId::number(self.id)
+    }
+
+    /// The next progress report or the outcome; `None` once the outcome was returned.
+    pub async fn next_event(&mut self) -> Option<RequestEvent> {
+        Some(match self.next_step().await? {
+            Step::Progress(update) => RequestEvent::Progress(update),
+            Step::Done(result) => {
+                RequestEvent::Done(result.and_then(|r| owned_result(&self.method, r)))
+            }
+        })
+    }
+
+    /// Wait for the result, calling the progress callback (if any) for each report first.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn response(self) -> Result<Box<RawValue>, SessionError> {
+        let method = self.method.clone();
+        owned_result(&method, self.result_text().await?)
+    }
+
+    /// As [`response`](Self::response), with the result's JSON text left where it was read.
+    async fn result_text(mut self) -> Result<Bytes, SessionError> {
+        loop {
+            match self.next_step().await {
+                Some(Step::Progress(update)) => {
+                    if let Some(callback) = &self.on_progress {
+                        callback(update);
+                    }
+                }
+                Some(Step::Done(result)) => return result,
+                None => {
+                    return Err(SessionError::Closed {
+                        method: self.method.as_ref().into(),
+                        reason: self.shared.close_reason(),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn next_step(&mut self) -> Option<Step> {
+        if self.finished {
+            return None;
+        }
+        loop {
+            // The session's sweeper queues the timeout as the outcome, so a response
+            // that came first always wins.
+            match std::future::poll_fn(|cx| self.events.poll_next(cx)).await {
+                PendingEvent::Progress(update) => match update {
+                    Some(update) => return Some(Step::Progress(update)),
+                    None => tracing::debug!("ignored malformed progress"),
+                },
+                PendingEvent::Outcome(outcome) => {
+                    // A timeout is also told to the peer (`notifications/cancelled`).
+                    if matches!(outcome, Err(Failure::Expired(_))) {
+                        self.abandon("timed out");
+                    }
+                    self.finished = true;
+                    let result = outcome.map_err(|failure| match failure {
+                        Failure::Rejected(error) => SessionError::Rejected {
+                            method: self.method.as_ref().into(),
+                            error,
+                        },
+                        Failure::Closed(reason) => SessionError::Closed {
+                            method: self.method.as_ref().into(),
+                            reason,
+                        },
+                        Failure::Transport(error) => SessionError::Transport {
+                            method: self.method.as_ref().into(),
+                            error,
+                        },
+                        Failure::Unreadable(reason) => SessionError::Codec {
+                            method: self.method.as_ref().into(),
+                            detail: format!(
+                                "the response is unreadable, its result lost: {reason}"
+                            ),
+                        },
+                        Failure::Expired(deadline) => deadline.expired_error(&self.method),
+                    });
+                    return Some(Step::Done(result));
+                }
+            }
+        }
+    }
+
+    /// Stop waiting and tell the peer (`notifications/cancelled` with `reason`).
+    pub fn cancel(mut self, reason: &str) {
+        self.abandon(reason);
+    }
+
+    fn abandon(&mut self, reason: &str) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.shared.pending.remove(self.id);
+        if self.cancellable && !self.shared.ended.is_cancelled() {
+            self.shared
+                .courtesy_cancel(self.id, reason, self.related.clone());
+        }
+    }
+}
+
+/// A result as a value of its own, for the callers that take one.
+fn owned_result(method: &str, result: Bytes) -> Result<Box<RawValue>, SessionError> {
+    serde_json::from_slice(&result).map_err(|e| SessionError::Codec {
+        method: method.into(),
+        detail: format!("unreadable result: {e}"),
+    })
+}
+
+impl Drop for PendingRequest {
+    fn drop(&mut self) {
+        self.abandon("the caller stopped waiting");
+    }
+}
