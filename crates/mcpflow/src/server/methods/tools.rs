@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{Params, optional, page, required, result};
-
+use crate::server::registry::{ToolCall, Violation, violations};
 use crate::server::{ServerContext, ToolError};
 use crate::session::Reply;
 
@@ -30,14 +30,15 @@ pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, Err
 }
 
 /// What answering `tools/call` reads of its params
-/// ([`CallToolRequestParams`](mcpflow_protocol::CallToolRequestParams) without the
-/// members this server does not act on).
+/// ([`CallToolRequestParams`](mcpflow_protocol::CallToolRequestParams) with the
+/// arguments left as JSON for the tool's own decoder, and without the members this
+/// server does not act on).
 #[derive(Deserialize)]
 struct CallParams<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
-    #[serde(default)]
-    arguments: Option<JsonObject>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
     /// Checked for its shape only: the engine reads it for the handler.
     #[serde(default, rename = "_meta", borrow)]
     meta: Option<&'a RawValue>,
@@ -52,28 +53,47 @@ fn is_object(raw: &RawValue) -> bool {
     raw.get().starts_with('{')
 }
 
-/// Find the tool, check the arguments against its input schema, run its handler.
+/// Find the tool, hand it the arguments (a typed tool decodes them into its own type;
+/// any other is checked against its input schema first), and run it.
 pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
     let p: CallParams<'_> = required(&params)?;
     if p.meta.is_some_and(|m| !is_object(m)) {
         return Err(ErrorObject::invalid_params("`_meta` must be an object"));
     }
-    let entry = cx
+    if p.arguments.is_some_and(|a| !is_object(a)) {
+        return Err(ErrorObject::invalid_params("`arguments` must be an object"));
+    }
+    let tool = cx
         .server()
         .registry()
         .tool_call(&p.name)
         .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", p.name)))?;
-    // Validate the arguments as they are, then hand the same map over.
-    let arguments = serde_json::Value::Object(p.arguments.unwrap_or_default());
-    let violations = entry.violations(&arguments);
-    let arguments = match arguments {
-        serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
+    let arguments = p.arguments.map_or("{}", RawValue::get);
+    let version = cx.protocol_version();
+    let outcome = match tool {
+        ToolCall::Typed(handler) => match handler(arguments, cx) {
+            Ok(run) => run.await,
+            Err(violation) => return invalid_arguments(&p.name, &[violation], version),
+        },
+        ToolCall::Checked { handler, validator } => {
+            let mut arguments: JsonObject =
+                serde_json::from_str(arguments).map_err(ErrorObject::invalid_params)?;
+            if let Some(validator) = validator {
+                // The validator reads a `Value`; the map goes on to the handler after.
+                let value = serde_json::Value::Object(arguments);
+                let violations = violations(&validator, &value);
+                if !violations.is_empty() {
+                    return invalid_arguments(&p.name, &violations, version);
+                }
+                let serde_json::Value::Object(map) = value else {
+                    return Err(ErrorObject::invalid_params("`arguments` must be an object"));
+                };
+                arguments = map;
+            }
+            handler(arguments, cx).await
+        }
     };
-    if !violations.is_empty() {
-        return invalid_arguments(&p.name, &violations, cx.protocol_version());
-    }
-    match (entry.handler)(arguments, cx).await {
+    match outcome {
         Ok(call) => tool_result(call),
         Err(ToolError::Failed(message)) => result(&CallToolResult::error(message)),
         Err(ToolError::Protocol(error)) => Err(error),
@@ -85,12 +105,12 @@ pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, Err
 /// `-32602` protocol error. Either way the message names each path and reason.
 fn invalid_arguments(
     tool: &str,
-    violations: &[(String, String)],
+    violations: &[Violation],
     version: Option<ProtocolVersion>,
 ) -> Result<Reply, ErrorObject> {
     let detail = violations
         .iter()
-        .map(|(path, reason)| format!("{path}: {reason}"))
+        .map(|v| format!("{}: {}", v.path, v.reason))
         .collect::<Vec<_>>()
         .join("; ");
     let message = format!("invalid arguments for tool `{tool}`: {detail}");
@@ -100,7 +120,7 @@ fn invalid_arguments(
     } else {
         let errors: Vec<_> = violations
             .iter()
-            .map(|(path, reason)| serde_json::json!({ "path": path, "reason": reason }))
+            .map(|v| serde_json::json!({ "path": v.path, "reason": v.reason }))
             .collect();
         Err(ErrorObject::invalid_params(message).with_data(serde_json::json!({ "errors": errors })))
     }
@@ -132,31 +152,36 @@ mod tests {
     use super::{CallParams, is_object};
 
     #[test]
-    fn call_params_are_decoded_in_any_layout_and_refuse_what_does_not_fit() {
-        for params in [
-            r#"{"_meta":{"progressToken":7},"name":"echo","arguments":{"text":"}\"{"}}"#,
-            r#"{ "arguments" :  {"text":"}\"{"} , "name":"ec\u0068o"}"#,
-            r#"{"name":"echo","arguments":{"text":"}\"{"},"task":{"ttl":1}}"#,
+    fn call_params_keep_the_arguments_as_they_came_and_tell_their_kind() {
+        for (params, arguments, object) in [
+            (
+                r#"{"name":"e","arguments":{"a":[1]}}"#,
+                Some(r#"{"a":[1]}"#),
+                true,
+            ),
+            (
+                r#"{ "arguments" :  {"a":1} , "name":"e"}"#,
+                Some(r#"{"a":1}"#),
+                true,
+            ),
+            (r#"{"name":"e","arguments":[1]}"#, Some("[1]"), false),
+            (r#"{"name":"e","arguments":"{}"}"#, Some(r#""{}""#), false),
+            (r#"{"name":"e","arguments":null}"#, None, true),
+            (r#"{"name":"e"}"#, None, true),
         ] {
             let p: CallParams<'_> = serde_json::from_str(params).expect(params);
-            assert_eq!(p.name, "echo");
-            assert_eq!(
-                p.arguments.and_then(|a| a.get("text").cloned()),
-                Some(serde_json::json!("}\"{")),
-                "{params}"
-            );
-            assert!(p.meta.is_none_or(is_object), "{params}");
+            assert_eq!(p.name, "e");
+            assert_eq!(p.arguments.map(|a| a.get()), arguments, "{params}");
+            assert_eq!(p.arguments.is_none_or(is_object), object, "{params}");
         }
-        let meta: CallParams<'_> =
-            serde_json::from_str(r#"{"name":"e","_meta":7}"#).expect("any `_meta` decodes");
-        assert!(
-            meta.meta.is_some_and(|m| !is_object(m)),
-            "and is refused after"
-        );
+        let escaped: CallParams<'_> =
+            serde_json::from_str(r#"{"name":"ec\u0068o","_meta":{"progressToken":1}}"#)
+                .expect("escaped name");
+        assert_eq!(escaped.name, "echo");
+        assert!(escaped.meta.is_some_and(is_object));
         for wrong in [
             r#"{"name":5}"#,
             r#"{"arguments":{}}"#,
-            r#"{"name":"e","arguments":[1]}"#,
             r#"{"name":"e","task":{"ttl":"soon"}}"#,
         ] {
             assert!(
