@@ -125,12 +125,15 @@ async fn typed_tools_declare_schemas_validate_and_return_structured_content() {
         "{failed:?}"
     );
 
+    // Arguments are decoded by serde, which stops at the first thing that does not fit.
     let invalid = bounded("invalid", client.call_tool("divide", json!({"a": "x"})))
         .await
         .expect("a tool error");
     assert!(invalid.is_error());
-    let text = invalid.content[0].as_text().unwrap();
-    assert!(text.contains("/a") && text.contains("\"b\""), "{text}");
+    assert_eq!(
+        invalid.content[0].as_text(),
+        Some(r#"invalid arguments for tool `divide`: /a: invalid type: string "x", expected f64"#)
+    );
     bounded("close", client.close()).await;
 }
 
@@ -256,5 +259,178 @@ async fn registration_functions_and_tool_metadata() {
         .await
         .expect("call");
     assert_eq!(result.content[0].as_text(), Some("42"));
+    bounded("close", client.close()).await;
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Order {
+    customer: Customer,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Customer {
+    lines: Vec<Line>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Line {
+    quantity: i64,
+}
+
+fn client_at(version: &'static str) -> mcpflow::client::ClientBuilder {
+    Client::builder("t", "1")
+        .protocol_version(mcpflow::protocol::ProtocolVersion::from_static(version))
+}
+
+/// A field deep inside a typed tool's arguments that does not fit is refused with its
+/// JSON Pointer and serde's reason: an `isError` result from 2025-11-25 on, a -32602
+/// with the same path in `data.errors` before; the handler never runs.
+#[tokio::test]
+async fn a_typed_tool_names_the_path_of_a_nested_field_that_does_not_fit() {
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = ran.clone();
+    let server = Server::builder("orders", "1")
+        .typed_tool("order", "Place an order", move |order: Order, _cx| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let total: i64 = order.customer.lines.iter().map(|l| l.quantity).sum();
+            async move { Ok::<_, String>(total) }
+        })
+        .build();
+    let bad = json!({"customer": {"lines": [{"quantity": 1}, {"quantity": "x"}]}});
+    let reason = r#"invalid type: string "x", expected i64"#;
+    for version in ["2025-11-25", "2025-06-18"] {
+        let (c, s) = pair(Kind::Memory1);
+        let _running = server.serve(s);
+        let client = bounded("connect", client_at(version).connect(c))
+            .await
+            .expect("connect");
+        let good = bounded(
+            "a fitting order",
+            client.call_tool(
+                "order",
+                json!({"customer": {"lines": [{"quantity": 2}, {"quantity": 3}]}}),
+            ),
+        )
+        .await
+        .expect("call");
+        assert_eq!(good.content[0].as_text(), Some("5"));
+        let refused = bounded("a nested bad field", client.call_tool("order", bad.clone())).await;
+        if version == "2025-11-25" {
+            let result = refused.expect("a tool error, not a protocol error");
+            assert!(result.is_error());
+            assert_eq!(
+                result.content[0].as_text(),
+                Some(
+                    format!(
+                        "invalid arguments for tool `order`: /customer/lines/1/quantity: {reason}"
+                    )
+                    .as_str()
+                )
+            );
+        } else {
+            let err = refused.expect_err("a protocol error");
+            let rejection = err.rejection().expect("rejected");
+            assert_eq!(rejection.code.0, -32602);
+            assert_eq!(
+                rejection.data.as_ref().unwrap()["errors"],
+                json!([{"path": "/customer/lines/1/quantity", "reason": reason}]),
+                "{rejection:?}"
+            );
+        }
+        bounded("close", client.close()).await;
+    }
+    assert_eq!(
+        ran.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the handler never saw arguments that do not fit"
+    );
+}
+
+/// A typed tool's schema comes from its type, so only serde checks its arguments: a
+/// bound the schema states but serde does not (`minimum`) reaches the handler. A tool
+/// registered with the same schema written out is checked against it, and hears of
+/// every violation, not only the first.
+#[tokio::test]
+async fn only_tools_with_a_hand_written_schema_are_checked_against_it() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Repeat {
+        #[schemars(range(min = 1))]
+        count: i64,
+        #[allow(dead_code)] // only decoded
+        text: String,
+    }
+    let server = Server::builder("checks", "1")
+        .typed_tool("typed", "serde decodes", |args: Repeat, _cx| async move {
+            Ok::<_, String>(args.count)
+        })
+        .tool(
+            Tool::new(
+                "checked",
+                "jsonschema checks",
+                mcpflow::server::schema_of::<Repeat>(),
+            ),
+            |args, _cx| async move { Ok(CallToolResult::text(args["count"].to_string())) },
+        )
+        .build();
+    let (c, s) = pair(Kind::Memory1);
+    let _running = server.serve(s);
+    let client = bounded("connect", Client::builder("t", "1").connect(c))
+        .await
+        .expect("connect");
+    let tools = bounded("tools", client.tools()).await.expect("tools");
+    for tool in tools.iter() {
+        assert_eq!(
+            tool.input_schema["properties"]["count"]["minimum"], 1,
+            "{}",
+            tool.name
+        );
+    }
+
+    let zero = json!({"count": 0, "text": "t"});
+    let typed = bounded(
+        "typed, below the minimum",
+        client.call_tool("typed", zero.clone()),
+    )
+    .await
+    .expect("call");
+    assert_eq!(
+        typed.content[0].as_text(),
+        Some("0"),
+        "serde has no minimum"
+    );
+    let checked = bounded(
+        "checked, below the minimum",
+        client.call_tool("checked", zero),
+    )
+    .await
+    .expect("a tool error");
+    assert!(checked.is_error());
+    let text = checked.content[0].as_text().unwrap();
+    assert!(
+        text.contains("/count") && text.contains("minimum"),
+        "{text}"
+    );
+
+    let wrong = json!({"count": "x"});
+    let checked = bounded(
+        "checked, two violations",
+        client.call_tool("checked", wrong.clone()),
+    )
+    .await
+    .expect("a tool error");
+    let text = checked.content[0].as_text().unwrap();
+    assert!(
+        text.contains("/count") && text.contains(r#""text""#),
+        "both violations: {text}"
+    );
+    let typed = bounded("typed, the first misfit", client.call_tool("typed", wrong))
+        .await
+        .expect("a tool error");
+    assert_eq!(
+        typed.content[0].as_text(),
+        Some(
+            r#"invalid arguments for tool `typed`: /count: invalid type: string "x", expected i64"#
+        )
+    );
     bounded("close", client.close()).await;
 }

@@ -34,6 +34,11 @@ impl ServerContext {
         }
     }
 
+    /// What this connection learned from the client, for the methods that change it.
+    pub(super) fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
     /// The engine-level context: id, cancellation, progress token, peer.
     pub fn request(&self) -> &RequestContext {
         &self.request

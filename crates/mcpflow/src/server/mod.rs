@@ -24,6 +24,7 @@
 
 mod context;
 mod dispatch;
+mod methods;
 mod registry;
 mod typed;
 

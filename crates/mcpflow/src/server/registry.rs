@@ -75,47 +75,71 @@ pub type CompletionHandler = Arc<
         + Sync,
 >;
 
-/// What answering one call of a tool needs, cheap to clone out of the registry.
-pub(crate) struct ToolCall {
-    pub(crate) handler: ToolHandler,
-    validator: Option<Arc<jsonschema::Validator>>,
+/// Runs a typed tool: its arguments' JSON text in (one JSON value), decoded straight
+/// into the handler's own type; a decoding failure comes back before anything runs.
+pub(crate) type TypedToolHandler = Arc<
+    dyn Fn(
+            &str,
+            ServerContext,
+        ) -> Result<BoxFuture<'static, Result<CallToolResult, ToolError>>, Violation>
+        + Send
+        + Sync,
+>;
+
+/// Why arguments were refused: where (a JSON Pointer into the arguments, `/` for the
+/// whole) and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Violation {
+    pub(crate) path: String,
+    pub(crate) reason: String,
 }
 
-impl ToolCall {
-    /// Check arguments against the input schema: each violation as `(path, reason)`.
-    pub(crate) fn violations(&self, arguments: &serde_json::Value) -> Vec<(String, String)> {
-        let Some(validator) = &self.validator else {
-            return Vec::new();
-        };
-        validator
-            .iter_errors(arguments)
-            .take(10)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                (
-                    if path.is_empty() {
-                        "/".to_owned()
-                    } else {
-                        path
-                    },
-                    e.to_string(),
-                )
-            })
-            .collect()
-    }
+/// How one call of a tool reaches its handler, cheap to clone out of the registry.
+#[derive(Clone)]
+pub(crate) enum ToolCall {
+    /// Arguments as a map, checked first against the tool's hand-written `inputSchema`.
+    Checked {
+        handler: ToolHandler,
+        /// The `inputSchema`, compiled once; `None` when it asks only for an object
+        /// (arguments always are one) or does not compile (the arguments then go to
+        /// the handler unchecked, and a warning was logged).
+        validator: Option<Arc<jsonschema::Validator>>,
+    },
+    /// Arguments decoded by serde into the handler's type. Its `inputSchema` was
+    /// generated from that type, so serde's own checks stand in for a validator.
+    Typed(TypedToolHandler),
+}
+
+/// Check arguments against a hand-written input schema: at most ten violations.
+pub(crate) fn violations(
+    validator: &jsonschema::Validator,
+    arguments: &serde_json::Value,
+) -> Vec<Violation> {
+    validator
+        .iter_errors(arguments)
+        .take(10)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            Violation {
+                path: if path.is_empty() {
+                    "/".to_owned()
+                } else {
+                    path
+                },
+                reason: e.to_string(),
+            }
+        })
+        .collect()
 }
 
 #[derive(Clone)]
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
-    pub(crate) handler: ToolHandler,
-    /// The tool's `inputSchema`, compiled once; `None` when it asks only for an object
-    /// (arguments always are one) or does not compile (the arguments then go to the
-    /// handler unchecked, and a warning was logged).
-    pub(crate) validator: Option<Arc<jsonschema::Validator>>,
+    pub(crate) call: ToolCall,
 }
 
 impl ToolEntry {
+    /// A tool with a hand-written `inputSchema`, checked before `handler` runs.
     pub(crate) fn new(tool: Tool, handler: ToolHandler) -> Self {
         // Arguments always arrive as an object, so a schema that asks for nothing more
         // needs no validator (compiling one costs time and memory per tool).
@@ -135,8 +159,15 @@ impl ToolEntry {
         };
         ToolEntry {
             tool,
-            handler,
-            validator,
+            call: ToolCall::Checked { handler, validator },
+        }
+    }
+
+    /// A tool whose `inputSchema` was generated from the type `handler` decodes.
+    pub(crate) fn typed(tool: Tool, handler: TypedToolHandler) -> Self {
+        ToolEntry {
+            tool,
+            call: ToolCall::Typed(handler),
         }
     }
 }
@@ -198,15 +229,12 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// The handler and validator of the tool named `name`.
+    /// How to call the tool named `name`.
     pub(crate) fn tool_call(&self, name: &str) -> Option<ToolCall> {
         self.tools
             .iter()
             .find(|t| t.tool.name == name)
-            .map(|t| ToolCall {
-                handler: t.handler.clone(),
-                validator: t.validator.clone(),
-            })
+            .map(|t| t.call.clone())
     }
 
     pub(crate) fn upsert_tool(&mut self, entry: ToolEntry) {
