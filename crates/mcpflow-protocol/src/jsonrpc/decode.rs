@@ -364,16 +364,15 @@ fn from_envelope(env: Envelope<'_>) -> Result<MessageRef<'_>, DecodeError> {
             error
         }
     };
-    match env.jsonrpc.map(|v| v.get()) {
-        Some(r#""2.0""#) => {}
-        Some(_) => return Err(fail(r#"`jsonrpc` must be "2.0""#)),
+    // The version is compared as a string, however it was written (`"\u0032.0"` too).
+    let version = env.jsonrpc.map(|v| string_of(v).is_some_and(|v| v == "2.0"));
+    match version {
+        Some(true) => {}
+        Some(false) => return Err(fail(r#"`jsonrpc` must be "2.0""#)),
         None => return Err(fail(r#"missing `"jsonrpc": "2.0"`"#)),
     }
     if let Some(method) = env.method {
-        let method = <Cow<'_, str> as Deserialize>::deserialize(
-            &mut serde_json::Deserializer::from_str(method.get()),
-        )
-        .map_err(|_| fail("`method` must be a string"))?;
+        let method = string_of(method).ok_or_else(|| fail("`method` must be a string"))?;
         if env.result.is_some() || env.error.is_some() {
             return Err(fail(
                 "a message cannot carry both `method` and `result`/`error`",
@@ -403,6 +402,14 @@ fn from_envelope(env: Envelope<'_>) -> Result<MessageRef<'_>, DecodeError> {
             Ok(MessageRef::Error(ErrorResponse { id, error }))
         }
         (None, None) => Err(fail("neither `method` nor `result`/`error`")),
+    }
+}
+
+/// A JSON string's value, borrowed unless it was written with escapes.
+fn string_of(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(text) => Some(Cow::Borrowed(text)),
+        Err(_) => serde_json::from_str::<String>(raw.get()).ok().map(Cow::Owned),
     }
 }
 

@@ -242,6 +242,7 @@ mod tests {
             " {\n \"jsonrpc\" : \"2.0\" ,\t\"id\":7, \"method\":\"tools/call\", \"params\":{\"name\":\"echo\"} } ",
             r#"{"jsonrpc":"2.0","id":7,"method":"tools\/call","params":{"name":"echo"}}"#,
             r#"{"\u006asonrpc":"2.0","\u0069d":7,"method":"\u0074ools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"\u0032.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#,
         ] {
             let decoded = single(frame).unwrap_or_else(|e| panic!("{frame}: {e}"));
             let (Message::Request(a), Message::Request(b)) = (&decoded, &expected) else {
