@@ -5,24 +5,13 @@
 //! truncation, insertion of JSON punctuation, splices of two frames), so a failure names
 //! the seed and the frame and reproduces exactly.
 
+// The generator of mcpflow's integration tests.
+#[path = "../../mcpflow/tests/common/rng.rs"]
+mod rng;
+
 use mcpflow_protocol::CallToolResult;
 use mcpflow_protocol::jsonrpc::{Decoded, Message, decode, peek_notification, peek_response};
-
-/// xorshift64*: small, seedable, enough to pick mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use rng::Rng;
 
 const CORPUS: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"echo","arguments":{"text":"hi"}}}"#,
@@ -66,23 +55,23 @@ const PUNCTUATION: &[&[u8]] = &[
 fn mutate(rng: &mut Rng, frame: &[u8], other: &[u8]) -> Vec<u8> {
     let mut out = frame.to_vec();
     for _ in 0..=rng.below(3) {
-        let at = rng.below(out.len() + 1);
+        let at = rng.index(out.len() + 1);
         match rng.below(5) {
             0 if !out.is_empty() => {
-                let i = rng.below(out.len());
+                let i = rng.index(out.len());
                 out[i] ^= 1 << rng.below(8);
             }
             1 => out.truncate(at),
             2 => {
-                let piece = PUNCTUATION[rng.below(PUNCTUATION.len())];
+                let piece = *rng.pick(PUNCTUATION);
                 out.splice(at..at, piece.iter().copied());
             }
             3 if !out.is_empty() => {
-                let end = (at + rng.below(8)).min(out.len());
+                let end = (at + rng.index(8)).min(out.len());
                 out.drain(at.min(end)..end);
             }
             _ => {
-                let from = rng.below(other.len() + 1);
+                let from = rng.index(other.len() + 1);
                 out.truncate(at);
                 out.extend_from_slice(&other[from..]);
             }
@@ -207,9 +196,9 @@ fn damaged_frames_never_panic_and_the_fast_paths_agree_with_the_decoder() {
     const ROUNDS: u64 = 30_000;
     let mut accepted = 0;
     for seed in 1..=ROUNDS {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let frame = CORPUS[rng.below(CORPUS.len())].as_bytes();
-        let other = CORPUS[rng.below(CORPUS.len())].as_bytes();
+        let mut rng = Rng::new(seed);
+        let frame = rng.pick(CORPUS).as_bytes();
+        let other = rng.pick(CORPUS).as_bytes();
         let damaged = mutate(&mut rng, frame, other);
         if matches!(decode(&damaged), Decoded::Single(Ok(_)) | Decoded::Batch(_)) {
             accepted += 1;

@@ -3,10 +3,11 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod http;
+pub mod rng;
+pub mod wait;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use mcpflow::transport::lines::LineReader;
 use mcpflow::transport::stream::LineWriter;
@@ -16,20 +17,16 @@ use mcpflow::transport::{
 };
 use serde_json::Value;
 
-/// Every wait in a test goes through here: a deadlock fails with the scenario's name.
-pub async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(Duration::from_secs(10), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out (10 s) waiting for: {what}"),
-    }
-}
+// Not every test binary uses each of these.
+#[allow(unused_imports)]
+pub use rng::Rng;
+#[allow(unused_imports)]
+pub use wait::{bounded, bounded_for};
 
-/// A bounded wait with its own limit (paused-clock tests advance virtual time).
-pub async fn bounded_for<F: Future>(limit: Duration, what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out ({limit:?}) waiting for: {what}"),
-    }
+/// A tool that takes any object: for servers whose handlers are the point of a test.
+pub fn tool(name: &str) -> mcpflow::protocol::Tool {
+    use mcpflow::protocol::Tool;
+    Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
 }
 
 /// The transports every engine scenario runs over.
@@ -70,12 +67,7 @@ pub async fn connect(
 ) -> (mcpflow::client::Client, ServerGuard) {
     let what = format!("connect over {kind:?}");
     if let Kind::Http = kind {
-        let running = bounded(
-            "bind",
-            mcpflow::http::server::HttpServer::new(server.clone()).bind("127.0.0.1:0"),
-        )
-        .await
-        .expect("bind a loopback port");
+        let running = http::serve(mcpflow::http::server::HttpServer::new(server.clone())).await;
         let transport =
             mcpflow::http::client::HttpClientTransport::new(running.url()).expect("a valid URL");
         let client = bounded(&what, builder.connect(transport))
@@ -410,25 +402,6 @@ impl RawPeer {
         })).await;
         self.recv_until(|m| m["method"] == "notifications/initialized")
             .await;
-    }
-}
-
-/// xorshift64*: small, seedable, good enough to shuffle schedules and pick mutations.
-#[derive(Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
     }
 }
 
