@@ -1,17 +1,23 @@
 //! Frames a peer might send, damaged at random: the decoder and the fast paths beside it
 //! never panic, and the fast paths agree with the decoder on every frame they accept.
 //!
-//! Deterministic: a seeded generator mutates a corpus of valid frames (byte flips,
+//! Deterministic: a seeded generator lays each frame of a corpus out as some peer would
+//! (member order, whitespace, escapes: `layout`), then damages it (byte flips,
 //! truncation, insertion of JSON punctuation, splices of two frames), so a failure names
 //! the seed and the frame and reproduces exactly.
 
-// The generator of mcpflow's integration tests.
+// The generator and the layouts of mcpflow's integration tests, so both crates' tests
+// write the same layouts.
+#[path = "../../mcpflow/tests/common/layout.rs"]
+mod layout;
 #[path = "../../mcpflow/tests/common/rng.rs"]
 mod rng;
 
+use layout::{Layout, whole_numbers};
 use mcpflow_protocol::CallToolResult;
 use mcpflow_protocol::jsonrpc::{Decoded, Message, decode, peek_notification, peek_response};
 use rng::Rng;
+use serde_json::{Value, json};
 
 const CORPUS: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"echo","arguments":{"text":"hi"}}}"#,
@@ -180,6 +186,39 @@ fn check(frame: &[u8], seed: u64) {
     }
 }
 
+/// What a message means, whatever its layout: its kind, id, method and members as values
+/// (a whole number the same whether written `1` or `1.0`, as Python writes progress).
+fn meaning(message: &Message) -> Value {
+    let parsed = |raw: Option<&str>| {
+        raw.map(|raw| whole_numbers(serde_json::from_str(raw).expect("a decoded member is JSON")))
+    };
+    match message {
+        Message::Request(r) => json!({"request": r.id.to_string(), "method": r.method,
+            "params": parsed(r.params.as_ref().map(|p| p.get()))}),
+        Message::Notification(n) => json!({"notification": n.method,
+            "params": parsed(n.params.as_ref().map(|p| p.get()))}),
+        Message::Response(r) => json!({"response": r.id.to_string(),
+            "result": parsed(Some(r.result.get()))}),
+        Message::Error(e) => json!({"error": e.id.as_ref().map(ToString::to_string),
+            "code": e.error.code.0, "message": e.error.message, "data": e.error.data}),
+    }
+}
+
+/// The meaning of each message a frame decodes to (`None` for one that does not).
+fn meanings(frame: &[u8]) -> Vec<Option<Value>> {
+    match decode(frame) {
+        Decoded::Single(one) => vec![one.ok().as_ref().map(meaning)],
+        Decoded::Batch(items) => items.iter().map(|m| m.as_ref().ok().map(meaning)).collect(),
+    }
+}
+
+fn corpus() -> Vec<Value> {
+    CORPUS
+        .iter()
+        .map(|frame| serde_json::from_str(frame).expect("the corpus is JSON"))
+        .collect()
+}
+
 #[test]
 fn the_corpus_itself_decodes() {
     for frame in CORPUS {
@@ -192,22 +231,55 @@ fn the_corpus_itself_decodes() {
 }
 
 #[test]
+fn every_layout_of_a_frame_decodes_to_the_same_messages() {
+    for message in corpus() {
+        let plain = serde_json::to_string(&message).expect("a value writes");
+        let expected = meanings(plain.as_bytes());
+        assert!(expected.iter().all(Option::is_some), "{plain}");
+        for layout in Layout::covering(true) {
+            let frame = layout.write(&message);
+            assert_eq!(meanings(frame.as_bytes()), expected, "{layout}: {frame}");
+            check(frame.as_bytes(), 0);
+        }
+    }
+}
+
+/// The layouts are what they claim: sorted and compact is serde_json's own writing, and
+/// this SDK's order is what its writer writes.
+#[test]
+fn the_sorted_layout_is_serde_json_and_the_sdk_layout_is_the_sdk_writer() {
+    for message in corpus() {
+        let sorted = Layout::compact(layout::Order::Sorted).write(&message);
+        assert_eq!(sorted, serde_json::to_string(&message).expect("writes"));
+        let ours = Layout::MCPFLOW.write(&message);
+        if let Decoded::Single(Ok(decoded)) = decode(ours.as_bytes()) {
+            let mut written = Vec::new();
+            decoded.write_json(&mut written);
+            assert_eq!(String::from_utf8_lossy(&written), ours);
+        }
+    }
+}
+
+#[test]
 fn damaged_frames_never_panic_and_the_fast_paths_agree_with_the_decoder() {
     const ROUNDS: u64 = 30_000;
-    let mut accepted = 0;
+    let corpus = corpus();
+    let decodes =
+        |frame: &[u8]| matches!(decode(frame), Decoded::Single(Ok(_)) | Decoded::Batch(_));
+    // Frames that decode before their damage, and after it.
+    let (mut intact, mut accepted) = (0, 0);
     for seed in 1..=ROUNDS {
         let mut rng = Rng::new(seed);
-        let frame = rng.pick(CORPUS).as_bytes();
-        let other = rng.pick(CORPUS).as_bytes();
-        let damaged = mutate(&mut rng, frame, other);
-        if matches!(decode(&damaged), Decoded::Single(Ok(_)) | Decoded::Batch(_)) {
-            accepted += 1;
-        }
+        let frame = Layout::random(&mut rng, true).write(rng.pick(&corpus));
+        let other = Layout::random(&mut rng, true).write(rng.pick(&corpus));
+        let damaged = mutate(&mut rng, frame.as_bytes(), other.as_bytes());
+        intact += u64::from(decodes(frame.as_bytes()));
+        accepted += u64::from(decodes(&damaged));
         check(&damaged, seed);
     }
     // The mutations must not all be fatal, or the agreement checks prove nothing.
     assert!(
-        accepted > ROUNDS / 20,
-        "only {accepted} of {ROUNDS} damaged frames decoded"
+        accepted > intact / 20,
+        "only {accepted} of {intact} damaged frames decoded"
     );
 }

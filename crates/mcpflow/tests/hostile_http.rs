@@ -1,6 +1,7 @@
 //! Hostile messages over streamable HTTP: thousands of structurally mutated client
-//! messages (the generator of `common::hostile`), one message or batch per POST to
-//! mcpflow's real HTTP server, each POST's whole answer read before the next.
+//! messages (the generator of `common::hostile`), each written in a layout some peer
+//! writes (`common::layout`), one message or batch per POST to mcpflow's real HTTP
+//! server, each POST's whole answer read before the next.
 //!
 //! What each POST should get is decided from the message alone, by JSON-RPC 2.0 and
 //! the MCP streamable HTTP transport, and checked POST by POST:
@@ -40,6 +41,7 @@ use common::hostile::{
     server,
 };
 use common::http::{SseEvent, serve, sse_events};
+use common::layout::Layout;
 use common::{Rng, bounded};
 use mcpflow::http::server::HttpServer;
 use serde_json::{Value, json};
@@ -394,7 +396,7 @@ async fn hostile_posts_get_the_answers_http_promises_and_the_server_keeps_servin
                 matches!(expect, Expect::Reinitialize | Expect::AtMostOnce),
             );
         }
-        let text = message.to_string();
+        let text = Layout::random(&mut rng, true).write(&message);
         let restarts = client.restarts.len();
         let answer = client.send(&format!("POST {n}"), &text, &previous).await;
         if client.restarts.len() > restarts {

@@ -1,9 +1,10 @@
 //! Helpers shared by the integration tests: bounded waits, transports by name, a raw
-//! JSON-RPC peer for wire-level scenarios, and small servers.
+//! JSON-RPC peer for wire-level scenarios, message layouts, and small servers.
 #![allow(dead_code)]
 
 pub mod hostile;
 pub mod http;
+pub mod layout;
 pub mod rng;
 pub mod wait;
 
@@ -313,15 +314,20 @@ impl RawPeer {
         self.send_text(&value.to_string()).await;
     }
 
-    /// Send several messages with one flush at the end, so they arrive as one burst.
-    pub async fn send_burst(&mut self, values: &[Value]) {
+    /// Whether a message may hold a newline: not in newline-delimited framing.
+    pub fn newlines_allowed(&self) -> bool {
+        matches!(self.writer, AnyWriter::Memory(_))
+    }
+
+    /// Send several frames with one flush at the end, so they arrive as one burst.
+    pub async fn send_burst(&mut self, frames: &[String]) {
         let meta = FrameMeta {
             kind: FrameKind::Notification,
             related: None,
         };
-        for value in values {
+        for frame in frames {
             self.writer
-                .write_frame(value.to_string().as_bytes(), &meta)
+                .write_frame(frame.as_bytes(), &meta)
                 .await
                 .expect("raw peer write");
         }
