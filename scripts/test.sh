@@ -12,8 +12,8 @@ cargo fmt --all -- --check
 echo "==> cargo clippy --workspace --all-targets -j2 -- -D warnings"
 cargo clippy --workspace --all-targets -j2 -- -D warnings
 
-echo "==> cargo test --workspace -j2"
-cargo test --workspace -j2
+echo "==> cargo test -j2 (default members: all but mcpflow-bench)"
+cargo test -j2
 
 echo "==> cargo doc --workspace --no-deps (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -j2

@@ -2,10 +2,8 @@
 //! `MemoryTransport::pair(1)`, the lists and calls checked. Every wait is bounded.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
 
 use mcpflow::client::Client;
 use mcpflow::protocol::{
@@ -18,14 +16,12 @@ use mcpflow::transport::MemoryTransport;
 use mcpflow::{prompt, resource, tool, tools};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use wait::bounded;
 
-const WAIT: Duration = Duration::from_secs(10);
-
-async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(WAIT, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+/// The bounded waits of mcpflow's integration tests.
+#[allow(dead_code)] // `bounded_for` is for paused clocks, which these tests do not use
+#[path = "../../mcpflow/tests/common/wait.rs"]
+mod wait;
 
 async fn connect(builder: ServerBuilder) -> (Client, RunningServer) {
     let server = builder.build();

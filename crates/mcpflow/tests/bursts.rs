@@ -1,13 +1,15 @@
 //! Requests that arrive together: the server starts a burst's requests together, and
 //! each must still run as if it had a task of its own from the start. Requests that
 //! wait (here for one another, across groups) are woken and answered; quick ones
-//! in the same burst are answered too; on every transport and both runtimes.
+//! in the same burst are answered too; on every transport and both runtimes, with the
+//! requests in every layout a peer writes (`common::layout`).
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
 mod common;
 
 use std::sync::Arc;
 
+use common::layout::Layout;
 use common::{ALL, Kind, RawPeer, bounded, pair};
 use mcpflow::protocol::{CallToolResult, Tool};
 use mcpflow::server::Server;
@@ -49,7 +51,7 @@ async fn burst_over(kind: Kind) {
         peer.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})),
     )
     .await;
-    // Quick calls interleaved with waiting ones, one burst.
+    // Quick calls interleaved with waiting ones, one burst, the layouts in turn.
     let calls: Vec<Value> = (0..WAITING + QUICK)
         .map(|id| {
             let name = if id % 8 < 5 { "wait" } else { "quick" };
@@ -63,7 +65,11 @@ async fn burst_over(kind: Kind) {
             .count(),
         WAITING
     );
-    bounded("the burst sent", peer.send_burst(&calls)).await;
+    let layouts = Layout::covering(peer.newlines_allowed());
+    let frames: Vec<String> = (calls.iter().zip(layouts.iter().cycle()))
+        .map(|(call, layout)| layout.write(call))
+        .collect();
+    bounded("the burst sent", peer.send_burst(&frames)).await;
     let mut answered = std::collections::BTreeMap::new();
     while answered.len() < WAITING + QUICK {
         let what = format!(
@@ -73,7 +79,13 @@ async fn burst_over(kind: Kind) {
         );
         let answer = bounded(&what, peer.recv()).await.expect("an answer");
         let text = answer["result"]["content"][0]["text"].clone();
-        assert!(text.is_string(), "not a tool result: {answer}");
+        let sent = answer["id"]
+            .as_u64()
+            .and_then(|id| frames.get((id as usize).checked_sub(10)?));
+        assert!(
+            text.is_string(),
+            "not a tool result: {answer}, for {sent:?}"
+        );
         assert!(
             answered
                 .insert(answer["id"].as_u64().unwrap(), text)

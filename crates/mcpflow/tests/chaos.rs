@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::Rng;
+use common::{Rng, tool};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -20,7 +20,7 @@ use mcpflow::RequestOptions;
 use mcpflow::client::Client;
 use mcpflow::protocol::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
-    SamplingMessage, Tool,
+    SamplingMessage,
 };
 use mcpflow::server::{Server, ToolError};
 use mcpflow::transport::StreamTransport;
@@ -79,10 +79,6 @@ fn chaotic_pair(rng: &mut Rng) -> (Chaotic, Chaotic) {
         StreamTransport::new(ar, wrap(aw, rng.next())),
         StreamTransport::new(br, wrap(bw, rng.next())),
     )
-}
-
-fn tool(name: &str) -> Tool {
-    Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
 }
 
 fn server() -> Server {

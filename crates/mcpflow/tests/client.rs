@@ -6,22 +6,18 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Kind, RawPeer, bounded, bounded_for, pair};
+use common::{Kind, RawPeer, bounded, bounded_for, pair, tool};
 use mcpflow::client::{Client, ConnectError};
 use mcpflow::protocol::completion::CompletionReference;
 use mcpflow::protocol::prompts::{Prompt, PromptArgument};
 use mcpflow::protocol::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     ElicitRequestParams, ElicitResult, GetPromptRequestParams, GetPromptResult, JsonObject,
-    PromptMessage, ProtocolVersion, Root, Tool,
+    PromptMessage, ProtocolVersion, Root,
 };
 use mcpflow::server::{Server, ToolError};
 use mcpflow::{RequestEvent, RequestOptions, SessionConfig, SessionError};
 use serde_json::json;
-
-fn tool(name: &str) -> Tool {
-    Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
-}
 
 /// Each handshake version the client speaks is accepted when the server picks it.
 #[tokio::test]

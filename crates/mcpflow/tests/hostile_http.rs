@@ -1,6 +1,7 @@
 //! Hostile messages over streamable HTTP: thousands of structurally mutated client
-//! messages (the generator of `common::hostile`), one message or batch per POST to
-//! mcpflow's real HTTP server, each POST's whole answer read before the next.
+//! messages (the generator of `common::hostile`), each written in a layout some peer
+//! writes (`common::layout`), one message or batch per POST to mcpflow's real HTTP
+//! server, each POST's whole answer read before the next.
 //!
 //! What each POST should get is decided from the message alone, by JSON-RPC 2.0 and
 //! the MCP streamable HTTP transport, and checked POST by POST:
@@ -39,6 +40,8 @@ use common::hostile::{
     Tally, answered_id, corpus, is_readable_id, is_well_formed, messages_of, mutate, run_settings,
     server,
 };
+use common::http::{SseEvent, serve, sse_events};
+use common::layout::Layout;
 use common::{Rng, bounded};
 use mcpflow::http::server::HttpServer;
 use serde_json::{Value, json};
@@ -136,31 +139,17 @@ struct Answer {
     session: Option<String>,
 }
 
-/// The JSON-RPC messages in an event stream: each event's `data` lines, joined.
+/// The JSON-RPC messages in an event stream, one (or a batch) per event.
 fn parse_event_stream(body: &str) -> Result<Vec<Value>, String> {
     let mut messages = Vec::new();
-    for event in body.split("\n\n") {
-        let mut data: Vec<&str> = Vec::new();
-        let mut fields = 0;
-        for line in event.lines() {
-            if line.is_empty() || line.starts_with(':') {
-                continue; // a comment (keep-alive)
-            }
-            fields += 1;
-            if let Some(value) = line.strip_prefix("data:") {
-                data.push(value.strip_prefix(' ').unwrap_or(value));
-            }
-        }
-        if fields == 0 {
-            continue;
-        }
+    for event in sse_events(body) {
         // Priming events (empty data) are only for 2025-11-25 clients.
-        let text = data.join("\n");
-        if text.is_empty() {
+        let SseEvent { data, .. } = &event;
+        if data.is_empty() {
             return Err(format!("an event carries no message: {event:?}"));
         }
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("an event's data is not JSON ({e}): {text}"))?;
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| format!("an event's data is not JSON ({e}): {data}"))?;
         messages.extend(messages_of(value));
     }
     Ok(messages)
@@ -365,9 +354,7 @@ fn check(expect: Expect, ids: &[String], answer: &Answer) -> Result<Vec<String>,
 #[tokio::test]
 async fn hostile_posts_get_the_answers_http_promises_and_the_server_keeps_serving() {
     let (seed, messages) = run_settings(2_000);
-    let running = bounded("bind", HttpServer::new(server()).bind("127.0.0.1:0"))
-        .await
-        .expect("bind a loopback port");
+    let running = serve(HttpServer::new(server())).await;
     let mut client = Client {
         http: reqwest::Client::new(),
         url: running.url(),
@@ -390,7 +377,7 @@ async fn hostile_posts_get_the_answers_http_promises_and_the_server_keeps_servin
     // request is in flight when a `notifications/cancelled` arrives.
     let mut tally = Tally::default();
     for n in 1..=messages {
-        let mut message = corpus[rng.below(corpus.len() as u64) as usize].clone();
+        let mut message = rng.pick(&corpus).clone();
         for _ in 0..=rng.below(2) {
             mutate(&mut rng, &mut message);
         }
@@ -409,7 +396,7 @@ async fn hostile_posts_get_the_answers_http_promises_and_the_server_keeps_servin
                 matches!(expect, Expect::Reinitialize | Expect::AtMostOnce),
             );
         }
-        let text = message.to_string();
+        let text = Layout::random(&mut rng, true).write(&message);
         let restarts = client.restarts.len();
         let answer = client.send(&format!("POST {n}"), &text, &previous).await;
         if client.restarts.len() > restarts {

@@ -8,8 +8,10 @@
 //! Each message is a valid client message with one part replaced at random: a member's
 //! value by a value of another type (huge, negative or fractional numbers, long or
 //! escaped strings, deep or empty containers), a member deleted or renamed, an unknown
-//! member added. A seeded generator (`common::hostile`) picks them, so a failure names the seed and the
-//! messages sent since the connection last answered, and replays exactly:
+//! member added, and the message is written in a layout some peer writes (member order,
+//! whitespace, escapes: `common::layout`). A seeded generator (`common::hostile`) picks
+//! them, so a failure names the seed and the messages sent since the connection last
+//! answered, and replays exactly:
 //! `MCPFLOW_HOSTILE_SEED=7 MCPFLOW_HOSTILE_MESSAGES=100000 cargo test -p mcpflow --test
 //! hostile_messages` runs another seed, longer.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
@@ -22,6 +24,7 @@ use common::hostile::{
     Tally, answered_id, cancelled_id, corpus, is_well_formed, messages_of, mutate, run_settings,
     server,
 };
+use common::layout::Layout;
 use common::{Kind, RawPeer, Rng, bounded, pair};
 use serde_json::{Value, json};
 
@@ -52,7 +55,7 @@ async fn hostile_messages_get_well_formed_answers_and_the_server_keeps_serving()
     // The last message sent with each owed id, to name it when its answer is missing.
     let mut carried_by: HashMap<String, String> = HashMap::new();
     for n in 1..=messages {
-        let mut message = corpus[rng.below(corpus.len() as u64) as usize].clone();
+        let mut message = rng.pick(&corpus).clone();
         for _ in 0..=rng.below(2) {
             mutate(&mut rng, &mut message);
         }
@@ -69,7 +72,7 @@ async fn hostile_messages_get_well_formed_answers_and_the_server_keeps_serving()
                 tally.excuse(id);
             }
         }
-        let text = message.to_string();
+        let text = Layout::random(&mut rng, peer.newlines_allowed()).write(&message);
         bounded(&format!("message {n} sent"), peer.send_text(&text)).await;
         since_ping.push(text);
         if n % PING_EVERY != 0 {

@@ -9,25 +9,16 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::bounded;
+use common::http::serve;
+use common::{bounded, tool};
 use mcpflow::SessionError;
 use mcpflow::client::Client;
 use mcpflow::http::client::HttpClientTransport;
 use mcpflow::http::server::{HttpServer, RunningHttpServer};
-use mcpflow::protocol::{CallToolResult, Tool};
+use mcpflow::protocol::CallToolResult;
 use mcpflow::server::Server;
 use serde_json::json;
 use tokio::sync::Notify;
-
-fn tool(name: &str) -> Tool {
-    Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
-}
-
-async fn serve(server: Server) -> RunningHttpServer {
-    bounded("bind", HttpServer::new(server).bind("127.0.0.1:0"))
-        .await
-        .expect("bind a loopback port")
-}
 
 async fn connect(running: &RunningHttpServer, builder: mcpflow::client::ClientBuilder) -> Client {
     let transport = HttpClientTransport::new(running.url()).expect("a valid URL");
@@ -52,7 +43,7 @@ async fn a_server_that_goes_away_mid_call_fails_the_call_with_the_cause() {
             }
         })
         .build();
-    let running = serve(server).await;
+    let running = serve(HttpServer::new(server)).await;
     let client = connect(&running, Client::builder("t", "1")).await;
     let call = tokio::spawn({
         let client = client.handle();
@@ -90,7 +81,7 @@ async fn a_session_lost_in_a_server_restart_is_replaced_transparently() {
             async { Ok(()) }
         })
         .build();
-    let first = serve(server.clone()).await;
+    let first = serve(HttpServer::new(server.clone())).await;
     let addr = first.local_addr();
     let client = connect(&first, Client::builder("t", "1")).await;
     let result = bounded("a call", client.call_tool("hello", json!({})))

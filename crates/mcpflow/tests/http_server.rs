@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::bounded;
+use common::http::{SseEvent, serve, sse_events};
 use mcpflow::RequestOptions;
 use mcpflow::http::server::HttpServer;
 use mcpflow::protocol::{CallToolResult, Tool};
@@ -107,27 +108,6 @@ struct Peer {
     session: Option<String>,
 }
 
-/// One SSE event: (id, data).
-type Event = (Option<String>, String);
-
-fn parse_events(body: &str) -> Vec<Event> {
-    body.split("\n\n")
-        .filter(|block| !block.trim().is_empty() && !block.starts_with(':'))
-        .map(|block| {
-            let mut id = None;
-            let mut data = Vec::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    id = Some(v.to_owned());
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    data.push(v);
-                }
-            }
-            (id, data.join("\n"))
-        })
-        .collect()
-}
-
 impl Peer {
     fn new(url: &str) -> Self {
         Peer {
@@ -197,7 +177,7 @@ impl Peer {
     }
 
     /// POST a request and read its whole event stream (it must end).
-    async fn call(&self, what: &str, body: &Value) -> Vec<Event> {
+    async fn call(&self, what: &str, body: &Value) -> Vec<SseEvent> {
         let response = bounded(what, self.post(body).send())
             .await
             .expect("answered");
@@ -207,7 +187,7 @@ impl Peer {
             "text/event-stream",
             "{what}"
         );
-        parse_events(&bounded(what, response.text()).await.expect("stream ends"))
+        sse_events(&bounded(what, response.text()).await.expect("stream ends"))
     }
 
     async fn get(&self, last_event_id: Option<&str>) -> reqwest::Response {
@@ -221,12 +201,6 @@ impl Peer {
         }
         bounded("GET", request.send()).await.expect("GET answered")
     }
-}
-
-async fn serve(server: HttpServer) -> mcpflow::http::server::RunningHttpServer {
-    bounded("bind", server.bind("127.0.0.1:0"))
-        .await
-        .expect("bind a loopback port")
 }
 
 fn call_tool(id: u64, name: &str, progress: bool) -> Value {
@@ -261,7 +235,7 @@ async fn sessions_start_at_initialize_and_end_with_delete() {
 
     let events = peer.call("ping in the session", &ping).await;
     assert_eq!(
-        events.last().map(|e| e.1.as_str()),
+        events.last().map(|e| e.data.as_str()),
         Some(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
     );
 
@@ -317,17 +291,20 @@ async fn progress_precedes_the_result_on_a_primed_stream_that_then_ends() {
     );
     assert_eq!(
         events[0],
-        (Some("2-0".to_owned()), String::new()),
+        SseEvent {
+            id: Some("2-0".to_owned()),
+            data: String::new()
+        },
         "the priming event"
     );
-    for (i, (id, data)) in events[1..4].iter().enumerate() {
+    for (i, SseEvent { id, data }) in events[1..4].iter().enumerate() {
         let message: Value = serde_json::from_str(data).expect("json");
         assert_eq!(message["method"], "notifications/progress");
         assert_eq!(message["params"]["progress"], json!(i as f64 + 1.0));
         assert_eq!(message["params"]["progressToken"], "p1");
         assert_eq!(id.as_deref(), Some(format!("2-{}", i + 1).as_str()));
     }
-    let result: Value = serde_json::from_str(&events[4].1).expect("json");
+    let result: Value = serde_json::from_str(&events[4].data).expect("json");
     assert_eq!(result["id"], 1);
     assert_eq!(result["result"]["content"][0]["text"], "counted");
     bounded("shutdown", running.shutdown()).await;
@@ -343,15 +320,15 @@ async fn a_large_result_arrives_whole_and_replays_whole() {
 
     let events = peer.call("large", &call_tool(3, "large", false)).await;
     assert_eq!(events.len(), 2, "priming and the result");
-    let result: Value = serde_json::from_str(&events[1].1).expect("json");
+    let result: Value = serde_json::from_str(&events[1].data).expect("json");
     assert_eq!(result["id"], 3);
     assert_eq!(result["result"]["content"][0]["text"], text.as_str());
 
     // The same event again, from the event store.
-    let prime = events[0].0.clone().expect("a primed stream");
+    let prime = events[0].id.clone().expect("a primed stream");
     let replay = peer.get(Some(&prime)).await;
     assert_eq!(replay.status(), StatusCode::OK);
-    let replayed = parse_events(&bounded("replay", replay.text()).await.expect("ends"));
+    let replayed = sse_events(&bounded("replay", replay.text()).await.expect("ends"));
     assert_eq!(replayed, events[1..], "the stored event, byte for byte");
     bounded("shutdown", running.shutdown()).await;
 }
@@ -377,23 +354,23 @@ async fn a_stream_ended_mid_call_resumes_with_last_event_id() {
         .await
         .expect("body");
     assert!(raw.starts_with("id: 2-0\nretry: 250\ndata: \n\n"), "{raw}");
-    let events = parse_events(&raw);
+    let events = sse_events(&raw);
     assert_eq!(events.len(), 2, "{events:?}");
-    assert!(events[1].1.contains("before the break"));
+    assert!(events[1].data.contains("before the break"));
 
     // Resuming after the priming event replays the progress, then carries the result.
     release.notify_one();
     let resumed = peer.get(Some("2-0")).await;
     assert_eq!(resumed.status(), StatusCode::OK);
-    let events = parse_events(
+    let events = sse_events(
         &bounded("resumed stream", resumed.text())
             .await
             .expect("ends"),
     );
     assert_eq!(events.len(), 2, "{events:?}");
-    assert_eq!(events[0].0.as_deref(), Some("2-1"));
+    assert_eq!(events[0].id.as_deref(), Some("2-1"));
     assert!(
-        events[1].1.contains("answered after the break"),
+        events[1].data.contains("answered after the break"),
         "{events:?}"
     );
 
@@ -431,9 +408,9 @@ async fn a_server_request_rides_the_stream_of_the_call_that_made_it() {
             .expect("readable")
             .expect("the stream stays open until the call is answered");
         seen.push_str(std::str::from_utf8(&chunk).expect("utf8"));
-        if let Some((_, data)) = parse_events(&seen)
+        if let Some(SseEvent { data, .. }) = sse_events(&seen)
             .into_iter()
-            .find(|(_, d)| d.contains("\"ping\""))
+            .find(|e| e.data.contains("\"ping\""))
         {
             let request: Value = serde_json::from_str(&data).expect("json");
             break request["id"].clone();
@@ -737,7 +714,7 @@ async fn list_changed_rides_a_request_stream_until_the_client_opens_a_get_stream
     peer.initialize(json!({})).await;
     // No GET stream yet: the notification must not be dropped.
     let events = peer.call("install", &call_tool(4, "install", false)).await;
-    let methods: Vec<&str> = events.iter().map(|(_, d)| d.as_str()).collect();
+    let methods: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
     let changed = methods
         .iter()
         .position(|d| d.contains("notifications/tools/list_changed"))

@@ -7,20 +7,16 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{ALL, Kind, WITH_HTTP, bounded, pair};
+use common::{ALL, Kind, WITH_HTTP, bounded, pair, tool};
 use mcpflow::RequestOptions;
 use mcpflow::client::Client;
 use mcpflow::protocol::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
-    LoggingLevel, SamplingMessage, Tool,
+    LoggingLevel, SamplingMessage,
 };
 use mcpflow::server::Server;
 use serde_json::json;
 use tokio::sync::Notify;
-
-fn tool(name: &str) -> Tool {
-    Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
-}
 
 /// python-sdk#594: a tool sends progress before its result; the call must complete
 /// with every progress report delivered first.

@@ -365,7 +365,9 @@ fn from_envelope(env: Envelope<'_>) -> Result<MessageRef<'_>, DecodeError> {
         }
     };
     // The version is compared as a string, however it was written (`"\u0032.0"` too).
-    let version = env.jsonrpc.map(|v| string_of(v).is_some_and(|v| v == "2.0"));
+    let version = env
+        .jsonrpc
+        .map(|v| string_of(v).is_some_and(|v| v == "2.0"));
     match version {
         Some(true) => {}
         Some(false) => return Err(fail(r#"`jsonrpc` must be "2.0""#)),
@@ -409,7 +411,9 @@ fn from_envelope(env: Envelope<'_>) -> Result<MessageRef<'_>, DecodeError> {
 fn string_of(raw: &RawValue) -> Option<Cow<'_, str>> {
     match serde_json::from_str::<&str>(raw.get()) {
         Ok(text) => Some(Cow::Borrowed(text)),
-        Err(_) => serde_json::from_str::<String>(raw.get()).ok().map(Cow::Owned),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
     }
 }
 

@@ -1,12 +1,14 @@
 //! Helpers shared by the integration tests: bounded waits, transports by name, a raw
-//! JSON-RPC peer for wire-level scenarios, and small servers.
+//! JSON-RPC peer for wire-level scenarios, message layouts, and small servers.
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod http;
+pub mod layout;
+pub mod rng;
+pub mod wait;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use mcpflow::transport::lines::LineReader;
 use mcpflow::transport::stream::LineWriter;
@@ -16,20 +18,16 @@ use mcpflow::transport::{
 };
 use serde_json::Value;
 
-/// Every wait in a test goes through here: a deadlock fails with the scenario's name.
-pub async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(Duration::from_secs(10), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out (10 s) waiting for: {what}"),
-    }
-}
+// Not every test binary uses each of these.
+#[allow(unused_imports)]
+pub use rng::Rng;
+#[allow(unused_imports)]
+pub use wait::{bounded, bounded_for};
 
-/// A bounded wait with its own limit (paused-clock tests advance virtual time).
-pub async fn bounded_for<F: Future>(limit: Duration, what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out ({limit:?}) waiting for: {what}"),
-    }
+/// A tool that takes any object: for servers whose handlers are the point of a test.
+pub fn tool(name: &str) -> mcpflow::protocol::Tool {
+    use mcpflow::protocol::Tool;
+    Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
 }
 
 /// The transports every engine scenario runs over.
@@ -70,12 +68,7 @@ pub async fn connect(
 ) -> (mcpflow::client::Client, ServerGuard) {
     let what = format!("connect over {kind:?}");
     if let Kind::Http = kind {
-        let running = bounded(
-            "bind",
-            mcpflow::http::server::HttpServer::new(server.clone()).bind("127.0.0.1:0"),
-        )
-        .await
-        .expect("bind a loopback port");
+        let running = http::serve(mcpflow::http::server::HttpServer::new(server.clone())).await;
         let transport =
             mcpflow::http::client::HttpClientTransport::new(running.url()).expect("a valid URL");
         let client = bounded(&what, builder.connect(transport))
@@ -312,15 +305,20 @@ impl RawPeer {
         self.send_text(&value.to_string()).await;
     }
 
-    /// Send several messages with one flush at the end, so they arrive as one burst.
-    pub async fn send_burst(&mut self, values: &[Value]) {
+    /// Whether a message may hold a newline: not in newline-delimited framing.
+    pub fn newlines_allowed(&self) -> bool {
+        matches!(self.writer, AnyWriter::Memory(_))
+    }
+
+    /// Send several frames with one flush at the end, so they arrive as one burst.
+    pub async fn send_burst(&mut self, frames: &[String]) {
         let meta = FrameMeta {
             kind: FrameKind::Notification,
             related: None,
         };
-        for value in values {
+        for frame in frames {
             self.writer
-                .write_frame(Frame::new(value.to_string().into_bytes()), &meta)
+                .write_frame(Frame::new(frame.clone().into_bytes()), &meta)
                 .await
                 .expect("raw peer write");
         }
@@ -401,25 +399,6 @@ impl RawPeer {
         })).await;
         self.recv_until(|m| m["method"] == "notifications/initialized")
             .await;
-    }
-}
-
-/// xorshift64*: small, seedable, good enough to shuffle schedules and pick mutations.
-#[derive(Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The client side of the hostile-message tests: a raw peer acting as a server answers
 //! a real mcpflow `Client`'s calls with mutated responses, and mixes in mutated
-//! notifications and requests of its own. What a demanding user of the client needs
-//! must hold throughout:
+//! notifications and requests of its own, each written in a layout some peer writes
+//! (`common::layout`). What a demanding user of the client needs must hold throughout:
 //!
 //! - every call (`call_tool`, with and without a progress callback, `list_tools`,
 //!   `ping`, the self-refreshing `tools()`) ends within its bound, with `Ok` or a clear
@@ -52,6 +52,7 @@ use common::hostile::{
     Tally, answered_id, cancelled_id, is_well_formed, mutate, run_settings, server_errors,
     server_notifications, server_requests, tool_lists, tool_results,
 };
+use common::layout::Layout;
 use common::{Kind, RawPeer, Rng, bounded, pair};
 use mcpflow::client::{Client, ClientHandle};
 use mcpflow::protocol::{

@@ -363,8 +363,11 @@ impl RawServer {
     }
 
     /// Send one message, keeping the books: answers owed, cancellations, notifications.
+    /// It is written in a layout some peer writes, chosen by the message itself, so a
+    /// seed replays the same bytes whatever order the calls arrive in.
     pub(super) async fn send(&mut self, message: Value, mutated: bool) -> Result<(), String> {
-        let text = message.to_string();
+        let mut rng = Rng::new(self.seed ^ fnv(&message.to_string()));
+        let text = Layout::random(&mut rng, self.peer.newlines_allowed()).write(&message);
         {
             let mut wire = lock(&self.wire);
             if mutated {

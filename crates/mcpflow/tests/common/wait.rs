@@ -1,0 +1,18 @@
+//! Bounded waits: a deadlock fails with the scenario's name instead of hanging the run.
+//! Shared with `mcpflow-macros/tests/end_to_end.rs` by path.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Every wait in a test goes through here: a deadlock fails with the scenario's name.
+pub async fn bounded<F: Future>(what: &str, fut: F) -> F::Output {
+    bounded_for(Duration::from_secs(10), what, fut).await
+}
+
+/// A bounded wait with its own limit (paused-clock tests advance virtual time).
+pub async fn bounded_for<F: Future>(limit: Duration, what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out ({limit:?}) waiting for: {what}"),
+    }
+}
