@@ -1,7 +1,8 @@
 //! The baseline: a minimal hand-written JSON-RPC exchange with no SDK. Tokio, serde_json,
 //! newline framing; the client multiplexes ids through a map of oneshots; the server
 //! answers inline in its read loop. Both sides write through one task that flushes when
-//! its queue is empty.
+//! its queue is empty. The client also writes requests in other SDKs' byte layouts
+//! ([`Layout`]), to any system's server.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::common::{ProgressLog, big_text};
+use crate::layout::{Layout, notification_frame, request_frame, tool_call_frame};
 
 const QUEUE: usize = 1024;
 
@@ -184,20 +186,6 @@ pub(crate) fn progress_note(token: &serde_json::Value, progress: u64, total: u64
     })
 }
 
-/// `tools/call` parameters with an optional progress token.
-pub(crate) fn call_params(
-    name: &str,
-    arguments: serde_json::Value,
-    progress_token: Option<u64>,
-) -> serde_json::Value {
-    match progress_token {
-        Some(token) => serde_json::json!({
-            "name": name, "arguments": arguments, "_meta": {"progressToken": token}
-        }),
-        None => serde_json::json!({"name": name, "arguments": arguments}),
-    }
-}
-
 /// The first text block of a raw `tools/call` result.
 pub(crate) fn first_text(raw: &RawValue) -> Result<String, String> {
     let result: ToolResultIn = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
@@ -297,14 +285,21 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Box<RawValue>, Stri
 pub struct Client {
     tx: mpsc::Sender<Vec<u8>>,
     pending: Pending,
+    layout: Layout,
     next_id: AtomicU64,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
 }
 
 impl Client {
-    /// Start the reader and writer, then run `initialize` and `notifications/initialized`.
-    pub async fn connect<R, W>(r: R, w: W, log: Arc<ProgressLog>) -> Result<Client, String>
+    /// Start the reader and writer, then run `initialize` and `notifications/initialized`,
+    /// every request written as `layout` writes it.
+    pub async fn connect<R, W>(
+        r: R,
+        w: W,
+        log: Arc<ProgressLog>,
+        layout: Layout,
+    ) -> Result<Client, String>
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -316,6 +311,7 @@ impl Client {
         let client = Client {
             tx,
             pending,
+            layout,
             next_id: AtomicU64::new(1),
             reader,
             writer,
@@ -330,12 +326,7 @@ impl Client {
                 }),
             )
             .await?;
-        let note = encode(&Outbound {
-            jsonrpc: "2.0",
-            id: None,
-            method: "notifications/initialized",
-            params: serde_json::json!({}),
-        });
+        let note = notification_frame(layout, "notifications/initialized");
         client
             .tx
             .send(note)
@@ -350,17 +341,17 @@ impl Client {
         params: P,
     ) -> Result<Box<RawValue>, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.exchange(id, request_frame(self.layout, id, method, params))
+            .await
+    }
+
+    /// Send request `id`'s frame and wait for its result.
+    async fn exchange(&self, id: u64, frame: Vec<u8>) -> Result<Box<RawValue>, String> {
         let (otx, orx) = oneshot::channel();
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, otx);
-        let frame = encode(&Outbound {
-            jsonrpc: "2.0",
-            id: Some(id),
-            method,
-            params,
-        });
         self.tx
             .send(frame)
             .await
@@ -376,10 +367,9 @@ impl Client {
         arguments: serde_json::Value,
         progress_token: Option<u64>,
     ) -> Result<String, String> {
-        let raw = self
-            .request("tools/call", call_params(name, arguments, progress_token))
-            .await?;
-        first_text(&raw)
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = tool_call_frame(self.layout, id, name, arguments, progress_token);
+        first_text(&self.exchange(id, frame).await?)
     }
 
     /// End the connection: close the outbound stream and stop the reader.

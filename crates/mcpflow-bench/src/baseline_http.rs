@@ -2,7 +2,8 @@
 //! reqwest client. The server answers `initialize` and plain calls with one JSON body,
 //! notifications with 202, and a call that asks for progress with an event stream
 //! carrying the progress notifications, then the response. The client reads either,
-//! feeding progress to its [`ProgressLog`] in order.
+//! feeding progress to its [`ProgressLog`] in order, and writes its requests as its
+//! [`Layout`] lays them out.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,15 +15,15 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use crate::baseline::{
-    CallParams, Inbound, Outbound, ProgressIn, call_params, empty_reply, encode, first_text,
-    initialize_reply, progress_note, tool_reply,
+    CallParams, Inbound, ProgressIn, empty_reply, encode, first_text, initialize_reply,
+    progress_note, tool_reply,
 };
 use crate::common::{ProgressLog, big_text};
+use crate::layout::{Layout, notification_frame, request_frame, tool_call_frame};
 
 /// Events an event stream buffers ahead of the connection.
 const QUEUE: usize = 1024;
@@ -118,13 +119,19 @@ pub struct Client {
     url: String,
     session: Option<HeaderValue>,
     initialized: bool,
+    layout: Layout,
     next_id: AtomicU64,
     log: Arc<ProgressLog>,
 }
 
 impl Client {
-    /// Run `initialize` and `notifications/initialized` against the endpoint at `url`.
-    pub async fn connect(url: String, log: Arc<ProgressLog>) -> Result<Client, String> {
+    /// Run `initialize` and `notifications/initialized` against the endpoint at `url`,
+    /// every request written as `layout` writes it.
+    pub async fn connect(
+        url: String,
+        log: Arc<ProgressLog>,
+        layout: Layout,
+    ) -> Result<Client, String> {
         let http = reqwest::Client::builder()
             .build()
             .map_err(|e| format!("creating the HTTP client: {e}"))?;
@@ -133,32 +140,28 @@ impl Client {
             url,
             session: None,
             initialized: false,
+            layout,
             next_id: AtomicU64::new(1),
             log,
         };
         let id = client.next_id.fetch_add(1, Ordering::Relaxed);
         let response = client
-            .post(encode(&Outbound {
-                jsonrpc: "2.0",
-                id: Some(id),
-                method: "initialize",
-                params: serde_json::json!({
+            .post(request_frame(
+                layout,
+                id,
+                "initialize",
+                serde_json::json!({
                     "protocolVersion": PROTOCOL_VERSION,
                     "capabilities": {},
                     "clientInfo": {"name": "baseline", "version": "1.0.0"}
                 }),
-            }))
+            ))
             .await?;
         client.session = response.headers().get(SESSION_ID).cloned();
         client.answer(response, id).await?;
         client.initialized = true;
         let response = client
-            .post(encode(&Outbound {
-                jsonrpc: "2.0",
-                id: None,
-                method: "notifications/initialized",
-                params: serde_json::json!({}),
-            }))
+            .post(notification_frame(layout, "notifications/initialized"))
             .await?;
         if !response.status().is_success() {
             return Err(format!(
@@ -184,23 +187,6 @@ impl Client {
         request.body(body).send().await.map_err(|e| e.to_string())
     }
 
-    async fn request<P: Serialize>(
-        &self,
-        method: &str,
-        params: P,
-    ) -> Result<Box<RawValue>, String> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let response = self
-            .post(encode(&Outbound {
-                jsonrpc: "2.0",
-                id: Some(id),
-                method,
-                params,
-            }))
-            .await?;
-        self.answer(response, id).await
-    }
-
     /// Call a tool and return its first text block.
     pub async fn call_tool(
         &self,
@@ -208,10 +194,10 @@ impl Client {
         arguments: serde_json::Value,
         progress_token: Option<u64>,
     ) -> Result<String, String> {
-        let raw = self
-            .request("tools/call", call_params(name, arguments, progress_token))
-            .await?;
-        first_text(&raw)
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = tool_call_frame(self.layout, id, name, arguments, progress_token);
+        let response = self.post(frame).await?;
+        first_text(&self.answer(response, id).await?)
     }
 
     /// End the session, if the server assigned one.

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::common::{BIG_BYTES, DUPLEX_BYTES, ECHO_TEXT, ProgressLog, proc_status_kib};
+use crate::layout::Layout;
 use crate::{baseline, baseline_http, http, mcpflow_sys, rmcp_sys};
 
 /// How long one workload may run inside a cell before it reports an error.
@@ -35,6 +36,10 @@ pub struct Measurement {
     pub transport: String,
     /// `w1`, `w2`, `w3`, `w4` or `rest`.
     pub workload: String,
+    /// Who wrote the requests: `sdk` (the system's own client), or the no-SDK client in
+    /// `mcpflow`'s or the TypeScript SDK's (`ts`) byte layout.
+    #[serde(default = "sdk_layout")]
+    pub layout: String,
     /// 1-based round.
     pub round: u32,
     /// Calls per second (W1, W2, W4).
@@ -59,6 +64,10 @@ pub struct Measurement {
     pub rss_anon_kib: Option<u64>,
     /// Why the cell failed, if it did.
     pub error: Option<String>,
+}
+
+fn sdk_layout() -> String {
+    Layout::Sdk.name().to_owned()
 }
 
 /// Counts of each workload.
@@ -160,41 +169,101 @@ fn current_exe() -> Result<std::path::PathBuf, String> {
     std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))
 }
 
-async fn connect(system: &str, transport: &str) -> Result<Connected, String> {
+/// The server of `system` on one end of an in-memory pipe; the other end is returned.
+/// A running mcpflow server is returned too, to be kept alive.
+fn serve_in_memory(
+    system: &str,
+) -> Result<(tokio::io::DuplexStream, Option<RunningServer>), String> {
+    let (a, b) = tokio::io::duplex(DUPLEX_BYTES);
+    let mut running = None;
+    match system {
+        "baseline" => {
+            let (sr, sw) = tokio::io::split(b);
+            tokio::spawn(baseline::serve(sr, sw));
+        }
+        "mcpflow" => {
+            let (sr, sw) = tokio::io::split(b);
+            running = Some(mcpflow_sys::server().serve(StreamTransport::new(sr, sw)));
+        }
+        "rmcp" => {
+            tokio::spawn(async move {
+                if let Ok(service) = rmcp_sys::RmcpServer::default().serve(b).await {
+                    let _ = service.waiting().await;
+                }
+            });
+        }
+        _ => return Err(format!("no {system} server in memory")),
+    }
+    Ok((a, running))
+}
+
+/// `serve <system>` as a child process with piped stdio.
+fn spawn_stdio_server(system: &str) -> Result<tokio::process::Child, String> {
+    tokio::process::Command::new(current_exe()?)
+        .args(["serve", system])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("spawning the {system} server: {e}"))
+}
+
+/// `system`'s server answering the no-SDK client, which writes its requests as `layout`
+/// lays them out.
+async fn connect_raw(system: &str, transport: &str, layout: Layout) -> Result<Connected, String> {
+    let log = Arc::new(ProgressLog::default());
+    let progress_log = log.clone();
+    let mut server_pid = None;
+    let mut server = None;
+    let mut child_proc = None;
+    let conn = match transport {
+        "memory" => {
+            let (end, running) = serve_in_memory(system)?;
+            server = running;
+            let (cr, cw) = tokio::io::split(end);
+            Conn::Baseline(baseline::Client::connect(cr, cw, log, layout).await?)
+        }
+        "stdio" => {
+            let mut child = spawn_stdio_server(system)?;
+            server_pid = child.id();
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err("the child's pipes are missing".to_owned());
+            };
+            child_proc = Some(child);
+            Conn::Baseline(baseline::Client::connect(stdout, stdin, log, layout).await?)
+        }
+        "http" => {
+            let spawned = http::spawn_server(system).await?;
+            server_pid = spawned.pid;
+            child_proc = Some(spawned.child);
+            Conn::BaselineHttp(baseline_http::Client::connect(spawned.url, log, layout).await?)
+        }
+        _ => return Err(format!("no transport {transport}")),
+    };
+    Ok(Connected {
+        conn: Arc::new(conn),
+        log: progress_log,
+        server_pid,
+        _server: server,
+        child: child_proc,
+    })
+}
+
+async fn connect(system: &str, transport: &str, layout: Layout) -> Result<Connected, String> {
+    if layout != Layout::Sdk || system.starts_with("baseline") {
+        return connect_raw(system, transport, layout).await;
+    }
     let log = Arc::new(ProgressLog::default());
     let progress_log = log.clone();
     let mut server_pid = None;
     let mut server = None;
     let mut child_proc = None;
     let conn = match (system, transport) {
-        ("baseline", "memory") => {
-            let (a, b) = tokio::io::duplex(DUPLEX_BYTES);
-            let (sr, sw) = tokio::io::split(b);
-            tokio::spawn(baseline::serve(sr, sw));
-            let (cr, cw) = tokio::io::split(a);
-            Conn::Baseline(baseline::Client::connect(cr, cw, log).await?)
-        }
-        ("baseline" | "baseline-pipes", "stdio") => {
-            let mut child = tokio::process::Command::new(current_exe()?)
-                .args(["serve", system])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("spawning the baseline server: {e}"))?;
-            server_pid = child.id();
-            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                return Err("the child's pipes are missing".to_owned());
-            };
-            child_proc = Some(child);
-            Conn::Baseline(baseline::Client::connect(stdout, stdin, log).await?)
-        }
         ("mcpflow", "memory") => {
-            let (a, b) = tokio::io::duplex(DUPLEX_BYTES);
-            let (sr, sw) = tokio::io::split(b);
-            server = Some(mcpflow_sys::server().serve(StreamTransport::new(sr, sw)));
-            let (cr, cw) = tokio::io::split(a);
+            let (end, running) = serve_in_memory(system)?;
+            server = running;
+            let (cr, cw) = tokio::io::split(end);
             let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
                 .connect(StreamTransport::new(cr, cw))
                 .await
@@ -214,14 +283,9 @@ async fn connect(system: &str, transport: &str) -> Result<Connected, String> {
             Conn::Mcpflow(client)
         }
         ("rmcp", "memory") => {
-            let (a, b) = tokio::io::duplex(DUPLEX_BYTES);
-            tokio::spawn(async move {
-                if let Ok(service) = rmcp_sys::RmcpServer::default().serve(b).await {
-                    let _ = service.waiting().await;
-                }
-            });
+            let (end, _) = serve_in_memory(system)?;
             let client = rmcp_sys::RmcpClient { log }
-                .serve(a)
+                .serve(end)
                 .await
                 .map_err(|e| e.to_string())?;
             Conn::Rmcp(client)
@@ -237,28 +301,24 @@ async fn connect(system: &str, transport: &str) -> Result<Connected, String> {
                 .map_err(|e| e.to_string())?;
             Conn::Rmcp(client)
         }
-        ("baseline" | "mcpflow" | "rmcp", "http") => {
-            let server = http::spawn_server(system).await?;
-            server_pid = server.pid;
-            child_proc = Some(server.child);
-            let url = server.url;
-            match system {
-                "baseline" => Conn::BaselineHttp(baseline_http::Client::connect(url, log).await?),
-                "mcpflow" => {
-                    let transport = HttpClientTransport::new(url).map_err(|e| e.to_string())?;
-                    let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
-                        .connect(transport)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    Conn::Mcpflow(client)
-                }
-                _ => {
-                    let client = rmcp_sys::RmcpClient { log }
-                        .serve(StreamableHttpClientTransport::from_uri(url))
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    Conn::Rmcp(client)
-                }
+        ("mcpflow" | "rmcp", "http") => {
+            let spawned = http::spawn_server(system).await?;
+            server_pid = spawned.pid;
+            child_proc = Some(spawned.child);
+            let url = spawned.url;
+            if system == "mcpflow" {
+                let transport = HttpClientTransport::new(url).map_err(|e| e.to_string())?;
+                let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
+                    .connect(transport)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Conn::Mcpflow(client)
+            } else {
+                let client = rmcp_sys::RmcpClient { log }
+                    .serve(StreamableHttpClientTransport::from_uri(url))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Conn::Rmcp(client)
             }
         }
         _ => return Err(format!("no {system} over {transport}")),
@@ -374,6 +434,7 @@ pub async fn run_cell(
     system: &str,
     transport: &str,
     workload: &str,
+    layout: Layout,
     round: u32,
     sizes: Sizes,
 ) -> Measurement {
@@ -381,11 +442,14 @@ pub async fn run_cell(
         system: system.to_owned(),
         transport: transport.to_owned(),
         workload: workload.to_owned(),
+        layout: layout.name().to_owned(),
         round,
         ..Measurement::default()
     };
     let connected =
-        match tokio::time::timeout(Duration::from_secs(30), connect(system, transport)).await {
+        match tokio::time::timeout(Duration::from_secs(30), connect(system, transport, layout))
+            .await
+        {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
                 m.error = Some(format!("connect: {e}"));

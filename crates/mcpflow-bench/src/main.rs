@@ -1,13 +1,15 @@
 //! `mcpflow-bench`: mcpflow, rmcp and a hand-written JSON-RPC baseline, side by side.
 //!
-//! Every measurement ("cell": one system, one transport, one workload, one round) runs
-//! in a fresh process of this binary (`cell`, hidden); over stdio and http that process
-//! starts a fresh server, again this binary (`serve`, hidden). Systems run interleaved within
-//! each round, and the table reports medians over rounds.
+//! Every measurement ("cell": one system, one transport, one workload, one request
+//! layout, one round) runs in a fresh process of this binary (`cell`, hidden); over stdio
+//! and http that process starts a fresh server, again this binary (`serve`, hidden).
+//! Systems run interleaved within each round, and the table reports medians over rounds,
+//! then the targets.
 //!
 //! ```sh
 //! cargo run --release -p mcpflow-bench -- --rounds 3
 //! cargo run --release -p mcpflow-bench -- --quick --workload w1,w3 --transport stdio --json
+//! cargo run --release -p mcpflow-bench -- --quick --system mcpflow --layout mcpflow,ts
 //! ```
 
 mod baseline;
@@ -15,6 +17,7 @@ mod baseline_http;
 mod cell;
 mod common;
 mod http;
+mod layout;
 mod mcpflow_sys;
 mod report;
 mod rmcp_sys;
@@ -27,6 +30,7 @@ use rmcp::ServiceExt;
 use tokio::io::AsyncReadExt;
 
 use crate::cell::{Measurement, Sizes};
+use crate::layout::Layout;
 
 /// Every system, in table order.
 const SYSTEMS: [&str; 5] = [
@@ -38,6 +42,10 @@ const SYSTEMS: [&str; 5] = [
 ];
 /// Systems run only when named with `--system`.
 const ON_REQUEST: [&str; 1] = ["baseline-pipes"];
+/// Systems whose server answers the no-SDK client's layouts only when named with
+/// `--system`: those layouts are there to test mcpflow's server, and the baseline's
+/// gives each its floor.
+const RAW_ON_REQUEST: [&str; 2] = ["rmcp", "rmcp-pipes"];
 /// Every transport.
 const TRANSPORTS: [&str; 3] = ["memory", "stdio", "http"];
 /// Every workload.
@@ -69,6 +77,12 @@ struct Cli {
     /// Only these workloads (w1, w2, w3, w4, rest).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
+    /// Only these request layouts: sdk (each system's own client), mcpflow and ts (the
+    /// no-SDK client writing requests as mcpflow's client and as the TypeScript SDK lay
+    /// them out, to the system's server; not for `rest`, and for rmcp only when named
+    /// with --system).
+    #[arg(long, value_delimiter = ',')]
+    layout: Vec<String>,
     /// Seconds one cell may run before it is killed and reported as an error.
     #[arg(long, default_value_t = 120)]
     cell_timeout: u64,
@@ -98,6 +112,9 @@ enum Command {
         /// The workload.
         #[arg(long)]
         workload: String,
+        /// Who writes the requests: sdk, mcpflow or ts.
+        #[arg(long, default_value = "sdk")]
+        layout: String,
         /// The round number to report.
         #[arg(long, default_value_t = 1)]
         round: u32,
@@ -132,10 +149,16 @@ fn main() {
                 ref system,
                 ref transport,
                 ref workload,
+                ref layout,
                 round,
                 quick,
             }) => {
-                let m = cell::run_cell(system, transport, workload, round, Sizes::new(quick)).await;
+                let Some(layout) = Layout::parse(layout) else {
+                    eprintln!("mcpflow-bench: unknown layout {layout}");
+                    return 2;
+                };
+                let sizes = Sizes::new(quick);
+                let m = cell::run_cell(system, transport, workload, layout, round, sizes).await;
                 match serde_json::to_string(&m) {
                     Ok(line) => {
                         println!("{line}");
@@ -209,25 +232,37 @@ async fn orchestrate(cli: &Cli) -> i32 {
     }
     let transports = selected(&TRANSPORTS, &cli.transport);
     let workloads = selected(&WORKLOADS, &cli.workload);
-    if systems.is_empty() || transports.is_empty() || workloads.is_empty() {
+    let names = Layout::ALL.map(Layout::name);
+    let layouts: Vec<Layout> = selected(&names, &cli.layout)
+        .into_iter()
+        .filter_map(Layout::parse)
+        .collect();
+    if systems.is_empty() || transports.is_empty() || workloads.is_empty() || layouts.is_empty() {
         eprintln!("mcpflow-bench: the filters select nothing");
         return 2;
     }
+    let runs = |system: &str, transport: &str, workload: &str, layout: Layout| {
+        (transport == "stdio" || !system.ends_with("-pipes"))
+            && (layout == Layout::Sdk
+                || (workload != "rest"
+                    && (!RAW_ON_REQUEST.contains(&system)
+                        || cli.system.iter().any(|s| s == system))))
+    };
     let mut results = Vec::new();
     for round in 1..=cli.rounds {
         for &transport in &transports {
             for &workload in &workloads {
-                let mut order: Vec<&str> = systems
+                let mut order: Vec<(&str, Layout)> = layouts
                     .iter()
-                    .copied()
-                    .filter(|s| transport == "stdio" || !s.ends_with("-pipes"))
+                    .flat_map(|&layout| systems.iter().map(move |&system| (system, layout)))
+                    .filter(|&(system, layout)| runs(system, transport, workload, layout))
                     .collect();
                 if !order.is_empty() {
                     let shift = (round as usize - 1) % order.len();
                     order.rotate_left(shift);
                 }
-                for system in order {
-                    let m = run_cell_process(cli, system, transport, workload, round).await;
+                for (system, layout) in order {
+                    let m = run_cell_process(cli, system, transport, workload, layout, round).await;
                     if cli.json {
                         match serde_json::to_string(&m) {
                             Ok(line) => println!("{line}"),
@@ -240,11 +275,13 @@ async fn orchestrate(cli: &Cli) -> i32 {
             }
         }
     }
-    let table = report::table(&results, &systems, &transports, &workloads);
+    let mut report = report::table(&results, &systems, &transports, &workloads, &layouts);
+    report.push('\n');
+    report.push_str(&report::targets(&results));
     if cli.json {
-        eprintln!("{table}");
+        eprintln!("{report}");
     } else {
-        println!("{table}");
+        println!("{report}");
     }
     0
 }
@@ -254,12 +291,14 @@ async fn run_cell_process(
     system: &str,
     transport: &str,
     workload: &str,
+    layout: Layout,
     round: u32,
 ) -> Measurement {
     let failed = |error: String| Measurement {
         system: system.to_owned(),
         transport: transport.to_owned(),
         workload: workload.to_owned(),
+        layout: layout.name().to_owned(),
         round,
         error: Some(error),
         ..Measurement::default()
@@ -271,7 +310,8 @@ async fn run_cell_process(
     let mut command = tokio::process::Command::new(exe);
     command
         .args(["cell", "--system", system, "--transport", transport])
-        .args(["--workload", workload, "--round", &round.to_string()])
+        .args(["--workload", workload, "--layout", layout.name()])
+        .args(["--round", &round.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
