@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcpflow::protocol::CallToolResult;
-use mcpflow::protocol::jsonrpc::{self, Decoded, Message, RequestId, to_raw};
+use mcpflow::protocol::jsonrpc::{self, Decoded, Message, MessageRef, RequestId, to_raw};
 use mcpflow::transport::lines::LineReader;
 
 const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello from the benchmark"},"_meta":{"progressToken":"42"}}}"#;
@@ -40,8 +40,8 @@ fn decode(c: &mut Criterion) {
     });
     group.bench_function("result_1mib_to_call_tool_result", |b| {
         b.iter(|| match jsonrpc::decode(black_box(&big)) {
-            Decoded::Single(Ok(Message::Response(r))) => {
-                serde_json::from_str::<CallToolResult>(r.result.get()).unwrap()
+            Decoded::Single(Ok(MessageRef::Response { result, .. })) => {
+                serde_json::from_str::<CallToolResult>(result.get()).unwrap()
             }
             _ => panic!("not a response"),
         });
@@ -51,10 +51,7 @@ fn decode(c: &mut Criterion) {
 
 fn encode(c: &mut Criterion) {
     let mut group = c.benchmark_group("write_json");
-    let request = match jsonrpc::decode(CALL) {
-        Decoded::Single(Ok(m)) => m,
-        _ => panic!("not a message"),
-    };
+    let request = jsonrpc::decode_message(CALL).expect("a message");
     group.bench_function("tools_call_request", |b| {
         let mut out = Vec::with_capacity(256);
         b.iter(|| {
