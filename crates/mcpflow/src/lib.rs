@@ -3,11 +3,12 @@
 //! # The smallest server
 //!
 //! A tool is an async function of a typed argument struct; its JSON Schema becomes the
-//! tool's `inputSchema` and arguments are checked against it before the function runs.
+//! tool's `inputSchema`, and its arguments are decoded by serde straight from the request
+//! before the function runs (a misfit is answered with the path that does not fit).
 //!
 //! ```no_run
+//! use mcpflow::Server;
 //! use mcpflow::schemars::JsonSchema;
-//! use mcpflow::server::Server;
 //! use serde::Deserialize;
 //!
 //! #[derive(Deserialize, JsonSchema)]
@@ -23,7 +24,7 @@
 //!             Ok::<_, String>(args.a + args.b)
 //!         })
 //!         .build()
-//!         .serve(mcpflow::transport::stdio::stdio())
+//!         .serve(mcpflow::stdio())
 //!         .wait()
 //!         .await;
 //! }
@@ -40,11 +41,9 @@
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcpflow::client::Client;
 //! use mcpflow::protocol::{CallToolResult, Tool};
-//! use mcpflow::server::Server;
 //! use mcpflow::transport::MemoryTransport;
-//! use mcpflow::RequestOptions;
+//! use mcpflow::{Client, RequestOptions, Server};
 //!
 //! let server = Server::builder("counter", "1.0.0")
 //!     .tool(Tool::new("count", "Count to three", Tool::empty_input_schema()), |_args, cx| async move {
@@ -130,8 +129,5 @@ pub use mcpflow_macros::{prompt, resource, tool, tools};
 pub use mcpflow_protocol as protocol;
 pub use schemars;
 pub use server::Server;
-pub use session::{
-    BoxFuture, Peer, PendingRequest, ProgressUpdate, Reply, RequestContext, RequestEvent,
-    RequestOptions, Service, Session,
-};
+pub use session::{Peer, ProgressUpdate, RequestOptions};
 pub use transport::stdio::stdio;

@@ -16,7 +16,8 @@ use mcpflow::protocol::{
     PromptMessage, ProtocolVersion, Root,
 };
 use mcpflow::server::{Server, ToolError};
-use mcpflow::{RequestEvent, RequestOptions, SessionConfig, SessionError};
+use mcpflow::session::RequestEvent;
+use mcpflow::{RequestOptions, SessionConfig, SessionError};
 use serde_json::json;
 
 /// Each handshake version the client speaks is accepted when the server picks it.

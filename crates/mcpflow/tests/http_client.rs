@@ -543,12 +543,12 @@ async fn connection_reset_mid_stream_fails_the_request() {
     .unwrap();
     let first = bounded("progress arrives", call.next_event()).await;
     assert!(
-        matches!(first, Some(mcpflow::RequestEvent::Progress(_))),
+        matches!(first, Some(mcpflow::session::RequestEvent::Progress(_))),
         "{first:?}"
     );
     break_tx.send(()).unwrap();
     let outcome = bounded_for(FAULT, "the reset reaches the caller", call.next_event()).await;
-    let Some(mcpflow::RequestEvent::Done(Err(error))) = outcome else {
+    let Some(mcpflow::session::RequestEvent::Done(Err(error))) = outcome else {
         panic!("expected the call to fail, got {outcome:?}");
     };
     let (context, _, detail) = http_error(&error);

@@ -333,7 +333,7 @@ impl ClientHandle {
         &self,
         params: &CallToolRequestParams,
         options: RequestOptions,
-    ) -> Result<crate::PendingRequest, SessionError> {
+    ) -> Result<crate::session::PendingRequest, SessionError> {
         let raw = to_raw(method::TOOLS_CALL, params)?;
         self.peer
             .send_request(method::TOOLS_CALL, Some(raw), options.with_progress_token())

@@ -1,9 +1,7 @@
 //! One request's cancellation state, shared by the table of running requests, the
-//! request's task and its handler.
-//!
-//! The engine needs a flag and a wake-up per request; a [`CancellationToken`] takes a
-//! lock for every clone, check, wait and drop, several times per request. So the state
-//! is an atomic and a waker, and the token a handler may ask for is made only then.
+//! request's task and its handler: an atomic and a waker, because a
+//! [`CancellationToken`] takes a lock on every clone, check and drop; the token a
+//! handler may ask for is made only when it asks.
 
 use std::future::poll_fn;
 use std::sync::OnceLock;

@@ -23,7 +23,7 @@ const HEADROOM: usize = 56;
 /// reallocating the result. A result already held as raw JSON converts with `From`.
 ///
 /// ```
-/// use mcpflow::Reply;
+/// use mcpflow::session::Reply;
 /// use serde_json::json;
 ///
 /// let reply = Reply::json(&json!({"tools": []})).unwrap();

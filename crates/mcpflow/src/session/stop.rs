@@ -1,9 +1,6 @@
 //! [`Stop`]: the signal that ends the reader or the writer, one task waiting on each.
-//!
-//! Those loops wait on their stop signal and their input at once, every time they go
-//! idle: with a [`CancellationToken`](tokio_util::sync::CancellationToken) that is a
-//! waiter made, linked under a lock and unlinked under it again, per message. Here it
-//! is a flag and one waker slot: a check is a load, a wait registers a waker.
+//! A flag and one waker slot, because those loops check it beside their input every
+//! time they go idle, and a `CancellationToken` would take a lock each time.
 
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};

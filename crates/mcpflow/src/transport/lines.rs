@@ -5,16 +5,15 @@
 //! the limit is skipped to its end (newline framing can always resynchronise) and
 //! reported as [`InboundFrame::Oversized`].
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::InboundFrame;
+use crate::config::LARGE_MESSAGE_BYTES;
 use crate::error::TransportError;
 
 const READ_CHUNK: usize = 64 * 1024;
 const PREFIX_KEPT: usize = 256;
-/// A line at least this long is handed out as the read buffer itself, not copied.
-const HANDOFF_BYTES: usize = 1024 * 1024;
 /// Largest read buffer kept between messages.
 const RETAINED_CAPACITY: usize = 16 * 1024 * 1024;
 
@@ -22,18 +21,16 @@ const RETAINED_CAPACITY: usize = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub struct LineReader<R> {
     inner: R,
-    buf: Vec<u8>,
+    /// Bytes read and not handed out yet; a line is split off its front.
+    buf: BytesMut,
     /// Bytes of `buf` already scanned for a newline.
     scanned: usize,
-    /// Start of unconsumed bytes in `buf`.
-    start: usize,
     max_frame_bytes: usize,
     /// While skipping an oversized line: its length so far and its first bytes.
     skipping: Option<(usize, Vec<u8>)>,
-    /// Length of the last line handed out as the buffer: a peer that sent one large
-    /// message often sends another of about its size, so a line that passes
-    /// `HANDOFF_BYTES` gets room for that much at once instead of doubling its way
-    /// there (a copy and fresh pages at every step). Each handed-out line replaces it.
+    /// Length of the last large line: a peer that sent one large message often sends
+    /// another of about its size, so a line that grows past `LARGE_MESSAGE_BYTES` gets
+    /// room for that much at once instead of doubling its way there.
     last_large: usize,
     eof: bool,
 }
@@ -43,9 +40,8 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
     pub fn new(inner: R, max_frame_bytes: usize) -> Self {
         LineReader {
             inner,
-            buf: Vec::with_capacity(READ_CHUNK),
+            buf: BytesMut::with_capacity(READ_CHUNK),
             scanned: 0,
-            start: 0,
             max_frame_bytes,
             skipping: None,
             last_large: 0,
@@ -63,13 +59,14 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
             if self.eof {
                 return Ok(self.finish());
             }
-            self.compact();
-            // A large line like the last one gets exactly its room; otherwise one read
-            // chunk, the buffer doubling as it must.
-            match self.large_line_room() {
-                Some(room) => self.buf.reserve_exact(room),
-                None => self.buf.reserve(READ_CHUNK),
+            if self.buf.is_empty() && self.buf.capacity() > RETAINED_CAPACITY {
+                // Do not keep the room of one huge message alive between messages.
+                self.buf = BytesMut::with_capacity(READ_CHUNK);
             }
+            // A large line like the last one gets its room at once; otherwise one read
+            // chunk, the buffer doubling as it must.
+            self.buf
+                .reserve(self.large_line_room().unwrap_or(READ_CHUNK));
             let n = self
                 .inner
                 .read_buf(&mut self.buf)
@@ -81,90 +78,67 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
         }
     }
 
-    /// For a line past `HANDOFF_BYTES` that is still shorter than the last large line,
-    /// the free space to have before the next read: the rest of that length.
+    /// For a line past `LARGE_MESSAGE_BYTES` that is still shorter than the last large
+    /// line, the free space to have before the next read: the rest of that length.
     fn large_line_room(&self) -> Option<usize> {
-        let pending = self.buf.len() - self.start;
-        (pending >= HANDOFF_BYTES && self.last_large > pending && self.skipping.is_none())
+        let pending = self.buf.len();
+        (pending >= LARGE_MESSAGE_BYTES && self.last_large > pending && self.skipping.is_none())
             .then(|| self.last_large - pending + READ_CHUNK)
     }
 
     fn next_buffered(&mut self) -> Option<InboundFrame> {
         loop {
-            let unscanned = &self.buf[self.scanned..];
-            match memchr(unscanned) {
-                Some(pos) => {
-                    let end = self.scanned + pos;
-                    let line_start = self.start;
-                    self.start = end + 1;
-                    self.scanned = end + 1;
-                    if let Some((len, prefix)) = self.skipping.take() {
-                        return Some(InboundFrame::Oversized {
-                            len: len + (end - line_start),
-                            prefix,
-                            limit: self.max_frame_bytes,
-                        });
-                    }
-                    let mut line = &self.buf[line_start..end];
-                    if line.last() == Some(&b'\r') {
-                        line = &line[..line.len() - 1];
-                    }
-                    if line.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    if line.len() > self.max_frame_bytes {
-                        return Some(InboundFrame::Oversized {
-                            len: line.len(),
-                            prefix: line[..PREFIX_KEPT.min(line.len())].to_vec(),
-                            limit: self.max_frame_bytes,
-                        });
-                    }
-                    let len = line.len();
-                    // Handing the buffer out moves what follows the line to a new one:
-                    // cheap for a read's tail, but a copy of every later line if one
-                    // read brought several large lines, so those are copied out instead.
-                    if line_start == 0
-                        && len >= HANDOFF_BYTES
-                        && self.buf.len() - end <= HANDOFF_BYTES
-                    {
-                        return Some(InboundFrame::Message(Bytes::from(self.hand_off(len, end))));
-                    }
-                    return Some(InboundFrame::Message(Bytes::copy_from_slice(line)));
+            let Some(pos) = memchr(&self.buf[self.scanned..]) else {
+                self.scanned = self.buf.len();
+                if self.buf.len() > self.max_frame_bytes {
+                    // Too long already: remember its head, drop the rest as it comes.
+                    let entry = self.skipping.get_or_insert_with(|| {
+                        (0, self.buf[..PREFIX_KEPT.min(self.buf.len())].to_vec())
+                    });
+                    entry.0 += self.buf.len();
+                    self.buf.clear();
+                    self.scanned = 0;
                 }
-                None => {
-                    self.scanned = self.buf.len();
-                    let pending = self.buf.len() - self.start;
-                    if pending > self.max_frame_bytes {
-                        // Too long already: remember its head, drop the rest as it comes.
-                        let entry = self.skipping.get_or_insert_with(|| {
-                            (
-                                0,
-                                self.buf[self.start..self.start + PREFIX_KEPT.min(pending)]
-                                    .to_vec(),
-                            )
-                        });
-                        entry.0 += pending;
-                        self.start = self.buf.len();
-                    }
-                    return None;
-                }
+                return None;
+            };
+            let end = self.scanned + pos;
+            let mut line = self.buf.split_to(end + 1);
+            self.scanned = 0;
+            if let Some((len, prefix)) = self.skipping.take() {
+                return Some(InboundFrame::Oversized {
+                    len: len + end,
+                    prefix,
+                    limit: self.max_frame_bytes,
+                });
             }
+            line.truncate(end);
+            if line.last() == Some(&b'\r') {
+                line.truncate(end - 1);
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if line.len() > self.max_frame_bytes {
+                return Some(InboundFrame::Oversized {
+                    len: line.len(),
+                    prefix: line[..PREFIX_KEPT.min(line.len())].to_vec(),
+                    limit: self.max_frame_bytes,
+                });
+            }
+            return Some(InboundFrame::Message(self.hand_out(line)));
         }
     }
 
-    /// Give the buffer itself away as the frame `buf[..len]` (a large line at its
-    /// start) instead of copying it out; what follows the newline at `newline` moves to
-    /// a fresh buffer.
-    fn hand_off(&mut self, len: usize, newline: usize) -> Vec<u8> {
-        let rest = &self.buf[newline + 1..];
-        let mut next = Vec::with_capacity(READ_CHUNK.max(rest.len()));
-        next.extend_from_slice(rest);
-        let mut frame = std::mem::replace(&mut self.buf, next);
-        frame.truncate(len);
-        self.last_large = len;
-        self.start = 0;
-        self.scanned = 0;
-        frame
+    /// A line as a frame. A large one keeps the buffer it was read into; a small one is
+    /// copied out, so that a frame held long (a slow request's params) keeps no read
+    /// buffer alive.
+    fn hand_out(&mut self, line: BytesMut) -> Bytes {
+        if line.len() >= LARGE_MESSAGE_BYTES {
+            self.last_large = line.len();
+            line.freeze()
+        } else {
+            Bytes::copy_from_slice(&line)
+        }
     }
 
     fn finish(&mut self) -> Option<InboundFrame> {
@@ -175,32 +149,14 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
                 limit: self.max_frame_bytes,
             });
         }
-        let rest = &self.buf[self.start..];
-        self.start = self.buf.len();
+        let rest = self.buf.split();
+        self.scanned = 0;
         if rest.iter().all(u8::is_ascii_whitespace) {
             None
         } else {
             // A final message without a newline still counts.
-            Some(InboundFrame::Message(Bytes::copy_from_slice(rest)))
+            Some(InboundFrame::Message(self.hand_out(rest)))
         }
-    }
-
-    fn compact(&mut self) {
-        if self.start == 0 {
-            return;
-        }
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            // Keep the buffer for the next large message (regrowing it costs a copy and
-            // page faults), but do not keep more than RETAINED_CAPACITY alive.
-            if self.buf.capacity() > RETAINED_CAPACITY {
-                self.buf.shrink_to(READ_CHUNK);
-            }
-        } else {
-            self.buf.drain(..self.start);
-        }
-        self.scanned -= self.start;
-        self.start = 0;
     }
 }
 
@@ -211,6 +167,9 @@ fn memchr(haystack: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A large line, well past `LARGE_MESSAGE_BYTES`.
+    const HANDOFF: usize = 16 * LARGE_MESSAGE_BYTES;
 
     async fn frames(input: &[u8], max: usize) -> Vec<String> {
         let mut reader = LineReader::new(input, max);
@@ -239,56 +198,80 @@ mod tests {
 
     #[tokio::test]
     async fn hands_out_large_lines_and_keeps_what_follows() {
-        let mut input = vec![b'z'; 3 * HANDOFF_BYTES];
+        let mut input = vec![b'z'; 3 * HANDOFF];
         input.extend_from_slice(b"\r\nnext\n");
-        input.extend_from_slice(&vec![b'w'; HANDOFF_BYTES]);
+        input.extend_from_slice(&vec![b'w'; HANDOFF]);
         input.extend_from_slice(b"\nlast");
-        let lines = frames(&input, 8 * HANDOFF_BYTES).await;
+        let lines = frames(&input, 8 * HANDOFF).await;
         assert_eq!(lines.len(), 4);
-        assert_eq!(lines[0].len(), 3 * HANDOFF_BYTES);
+        assert_eq!(lines[0].len(), 3 * HANDOFF);
         assert!(lines[0].bytes().all(|b| b == b'z'));
         assert_eq!(lines[1], "next");
-        assert_eq!(lines[2].len(), HANDOFF_BYTES);
+        assert_eq!(lines[2].len(), HANDOFF);
         assert_eq!(lines[3], "last");
     }
 
     #[tokio::test]
-    async fn sizes_the_buffer_for_a_large_line_after_one_like_it() {
-        let size = 3 * HANDOFF_BYTES;
-        let mut input = Vec::new();
-        for byte in [b'a', b'b'] {
-            input.extend(std::iter::repeat_n(byte, size));
-            input.push(b'\n');
+    async fn makes_room_at_once_for_a_large_line_after_one_like_it() {
+        let size = 3 * HANDOFF;
+        let mut input = vec![b'a'; size];
+        input.push(b'\n');
+        let mut reader = LineReader::new(&input[..], 8 * HANDOFF);
+        match reader.read_frame().await.expect("in-memory read") {
+            Some(InboundFrame::Message(m)) => assert_eq!(m.len(), size),
+            other => panic!("unexpected {other:?}"),
         }
-        let mut reader = LineReader::new(&input[..], 8 * HANDOFF_BYTES);
-        let mut capacities = Vec::new();
-        while let Some(frame) = reader.read_frame().await.expect("in-memory read") {
-            let InboundFrame::Message(m) = frame else {
-                panic!("unexpected {frame:?}");
-            };
-            assert_eq!(m.len(), size);
-            capacities.push(Vec::from(m).capacity());
-        }
-        assert_eq!(capacities.len(), 2);
-        // The first doubles its way up (to 4 MiB); the second gets its room at once.
-        assert!(capacities[0] >= 4 * HANDOFF_BYTES, "{capacities:?}");
-        assert!(capacities[1] <= size + 2 * READ_CHUNK, "{capacities:?}");
+        assert_eq!(reader.large_line_room(), None, "nothing pending");
+        // Part of a line like it has come: the rest of it is asked for at once.
+        reader.buf.extend_from_slice(&vec![b'b'; HANDOFF]);
+        assert_eq!(reader.large_line_room(), Some(size - HANDOFF + READ_CHUNK));
+        // A small line gets no such room.
+        reader.buf.clear();
+        reader.buf.extend_from_slice(b"{}");
+        assert_eq!(reader.large_line_room(), None);
+    }
+
+    #[tokio::test]
+    async fn a_small_line_is_copied_out_and_a_large_one_keeps_its_buffer() {
+        let mut input = b"{}\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', HANDOFF));
+        input.push(b'\n');
+        let mut reader = LineReader::new(&input[..], 8 * HANDOFF);
+        let read_buffer = reader.buf.as_ptr().addr()..reader.buf.as_ptr().addr() + READ_CHUNK;
+        let Some(InboundFrame::Message(small)) = reader.read_frame().await.expect("read") else {
+            panic!("a small line");
+        };
+        assert_eq!(&small[..], b"{}");
+        assert!(
+            !read_buffer.contains(&small.as_ptr().addr()),
+            "a small line holds no part of the read buffer"
+        );
+        let Some(InboundFrame::Message(large)) = reader.read_frame().await.expect("read") else {
+            panic!("a large line");
+        };
+        assert_eq!(large.len(), HANDOFF);
+        let rest = reader.buf.as_ptr().addr();
+        assert_eq!(
+            large.as_ptr().addr() + HANDOFF + 1,
+            rest,
+            "the large line was split off the buffer it was read into, not copied"
+        );
     }
 
     #[tokio::test]
     async fn reads_several_large_lines_that_arrive_in_one_read() {
         let mut input = Vec::new();
         for (i, byte) in (b'a'..=b'e').enumerate() {
-            input.extend(std::iter::repeat_n(byte, HANDOFF_BYTES + i * 1000));
+            input.extend(std::iter::repeat_n(byte, HANDOFF + i * 1000));
             input.push(b'\n');
         }
         // The second copy is read with the first one's large-line hint: whole lines,
         // then several of them, arrive in one read.
         let input = [input.clone(), input].concat();
-        let lines = frames(&input, 8 * HANDOFF_BYTES).await;
+        let lines = frames(&input, 8 * HANDOFF).await;
         assert_eq!(lines.len(), 10);
         for (i, (line, byte)) in lines.iter().zip((b'a'..=b'e').cycle()).enumerate() {
-            assert_eq!(line.len(), HANDOFF_BYTES + (i % 5) * 1000, "line {i}");
+            assert_eq!(line.len(), HANDOFF + (i % 5) * 1000, "line {i}");
             assert!(line.bytes().all(|b| b == byte), "line {i}");
         }
     }

@@ -19,10 +19,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::TokenProvider;
+use super::outgoing::Outgoing;
 use super::sse::SseEvent;
 use crate::error::TransportError;
 use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
-use crate::transport::{FrameKind, FrameMeta, InboundFrame};
+use crate::transport::InboundFrame;
 
 /// What a POST asks for: a JSON body or an event stream.
 pub(super) const ACCEPT_POST: &str = "application/json, text/event-stream";
@@ -123,91 +124,19 @@ impl Waiter {
     }
 }
 
-/// One outbound frame, as read on its way out.
-#[derive(Debug, Clone)]
-pub(super) struct Outgoing {
-    pub(super) bytes: Bytes,
-    pub(super) kind: FrameKind,
-    /// Ids of the requests in the frame.
-    pub(super) ids: Vec<RequestId>,
-    /// The method (requests and notifications).
-    pub(super) method: Option<String>,
-    /// For `notifications/cancelled`: the request it cancels.
-    pub(super) cancels: Option<RequestId>,
-}
-
+/// The members of a message this transport looks at, whichever way it travels.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+pub(super) struct Envelope<'a> {
     #[serde(default)]
-    id: Option<RequestId>,
+    pub(super) id: Option<RequestId>,
     #[serde(default, borrow)]
-    method: Option<Cow<'a, str>>,
+    pub(super) method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    pub(super) params: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
+    pub(super) result: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
-}
-
-impl Outgoing {
-    pub(super) fn read(frame: Bytes, meta: &FrameMeta) -> Outgoing {
-        let mut outgoing = Outgoing {
-            bytes: frame.clone(),
-            kind: meta.kind.clone(),
-            ids: Vec::new(),
-            method: None,
-            cancels: None,
-        };
-        let mut note = |env: Envelope<'_>| {
-            if let (Some(method), Some(id)) = (&env.method, &env.id) {
-                outgoing.ids.push(id.clone());
-                outgoing.method.get_or_insert_with(|| method.to_string());
-            } else if let Some(method) = &env.method {
-                if method == "notifications/cancelled" {
-                    #[derive(Deserialize)]
-                    struct Cancelled {
-                        #[serde(rename = "requestId")]
-                        request_id: Option<RequestId>,
-                    }
-                    outgoing.cancels = env
-                        .params
-                        .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
-                        .and_then(|c| c.request_id);
-                }
-                outgoing.method.get_or_insert_with(|| method.to_string());
-            }
-        };
-        if frame.trim_ascii_start().starts_with(b"[") {
-            if let Ok(items) = serde_json::from_slice::<Vec<Envelope<'_>>>(&frame) {
-                items.into_iter().for_each(&mut note);
-            }
-        } else if let Ok(env) = serde_json::from_slice::<Envelope<'_>>(&frame) {
-            note(env);
-        }
-        outgoing
-    }
-
-    pub(super) fn is_request(&self) -> bool {
-        !self.ids.is_empty()
-    }
-
-    pub(super) fn is_initialize(&self) -> bool {
-        self.is_request() && self.method.as_deref() == Some("initialize")
-    }
-
-    pub(super) fn is_initialized_notification(&self) -> bool {
-        !self.is_request() && self.method.as_deref() == Some("notifications/initialized")
-    }
-
-    /// How the frame is named in logs and errors.
-    pub(super) fn describe(&self) -> String {
-        match (&self.method, self.kind.clone()) {
-            (Some(method), _) => format!("`{method}`"),
-            (None, FrameKind::Response(Some(id))) => format!("the response to request {id}"),
-            _ => "a response".to_owned(),
-        }
-    }
+    pub(super) error: Option<&'a RawValue>,
 }
 
 /// Shared by the reader, the writer and every POST and stream task.

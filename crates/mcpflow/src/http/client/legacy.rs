@@ -10,9 +10,9 @@ use reqwest::{Method, StatusCode, Url};
 use tokio::sync::oneshot;
 
 use super::connection::{
-    ACCEPT_POST, ACCEPT_STREAM, Connection, Mode, Outgoing, Waiter, body_snippet, describe,
-    is_event_stream,
+    ACCEPT_POST, ACCEPT_STREAM, Connection, Mode, Waiter, body_snippet, describe, is_event_stream,
 };
+use super::outgoing::Outgoing;
 use super::sse::Cursor;
 use super::stream::{EventReader, Next};
 use crate::error::TransportError;

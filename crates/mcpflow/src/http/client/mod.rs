@@ -49,6 +49,7 @@
 
 mod connection;
 mod legacy;
+mod outgoing;
 mod post;
 mod sse;
 mod stream;
@@ -67,7 +68,8 @@ use crate::error::TransportError;
 use crate::session::BoxFuture;
 use crate::transport::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
 
-use connection::{Connection, Delivery, Outgoing};
+use connection::{Connection, Delivery};
+use outgoing::Outgoing;
 
 /// Frames the transport holds for the session's reader before its streams wait.
 const INBOUND_CAPACITY: usize = 64;

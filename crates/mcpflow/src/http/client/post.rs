@@ -16,10 +16,10 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::connection::{
-    ACCEPT_POST, Connection, Mode, Outgoing, Waiter, body_snippet, content_type, describe,
-    is_event_stream,
+    ACCEPT_POST, Connection, Mode, Waiter, body_snippet, content_type, describe, is_event_stream,
 };
 use super::legacy;
+use super::outgoing::Outgoing;
 use super::sse::Cursor;
 use super::stream::{EventReader, Next, drain, follow, idle_error, start_standalone};
 use crate::error::TransportError;

@@ -1,0 +1,82 @@
+//! [`Outgoing`]: a frame this side sends, with what the transport needs to know of it
+//! (the requests it carries, the method, the request a cancellation names).
+
+use bytes::Bytes;
+use mcpflow_protocol::RequestId;
+use serde::Deserialize;
+
+use super::connection::Envelope;
+use crate::transport::{FrameKind, FrameMeta};
+
+/// One outbound frame, as read on its way out.
+#[derive(Debug, Clone)]
+pub(super) struct Outgoing {
+    pub(super) bytes: Bytes,
+    pub(super) kind: FrameKind,
+    /// Ids of the requests in the frame.
+    pub(super) ids: Vec<RequestId>,
+    /// The method (requests and notifications).
+    pub(super) method: Option<String>,
+    /// For `notifications/cancelled`: the request it cancels.
+    pub(super) cancels: Option<RequestId>,
+}
+
+impl Outgoing {
+    pub(super) fn read(frame: Bytes, meta: &FrameMeta) -> Outgoing {
+        let mut outgoing = Outgoing {
+            bytes: frame.clone(),
+            kind: meta.kind.clone(),
+            ids: Vec::new(),
+            method: None,
+            cancels: None,
+        };
+        let mut note = |env: Envelope<'_>| {
+            if let (Some(method), Some(id)) = (&env.method, &env.id) {
+                outgoing.ids.push(id.clone());
+                outgoing.method.get_or_insert_with(|| method.to_string());
+            } else if let Some(method) = &env.method {
+                if method == "notifications/cancelled" {
+                    #[derive(Deserialize)]
+                    struct Cancelled {
+                        #[serde(rename = "requestId")]
+                        request_id: Option<RequestId>,
+                    }
+                    outgoing.cancels = env
+                        .params
+                        .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+                        .and_then(|c| c.request_id);
+                }
+                outgoing.method.get_or_insert_with(|| method.to_string());
+            }
+        };
+        if frame.trim_ascii_start().starts_with(b"[") {
+            if let Ok(items) = serde_json::from_slice::<Vec<Envelope<'_>>>(&frame) {
+                items.into_iter().for_each(&mut note);
+            }
+        } else if let Ok(env) = serde_json::from_slice::<Envelope<'_>>(&frame) {
+            note(env);
+        }
+        outgoing
+    }
+
+    pub(super) fn is_request(&self) -> bool {
+        !self.ids.is_empty()
+    }
+
+    pub(super) fn is_initialize(&self) -> bool {
+        self.is_request() && self.method.as_deref() == Some("initialize")
+    }
+
+    pub(super) fn is_initialized_notification(&self) -> bool {
+        !self.is_request() && self.method.as_deref() == Some("notifications/initialized")
+    }
+
+    /// How the frame is named in logs and errors.
+    pub(super) fn describe(&self) -> String {
+        match (&self.method, self.kind.clone()) {
+            (Some(method), _) => format!("`{method}`"),
+            (None, FrameKind::Response(Some(id))) => format!("the response to request {id}"),
+            _ => "a response".to_owned(),
+        }
+    }
+}
