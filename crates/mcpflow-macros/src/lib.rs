@@ -69,9 +69,8 @@
 //! registers the same tools as
 //!
 //! ```
-//! # use mcpflow::server::{Server, ServerContext, Structured, ToolOutput, schema_of};
-//! # use mcpflow::protocol::{CallToolResult, Tool};
-//! # use mcpflow::server::ToolError;
+//! # use mcpflow::server::{Server, ServerContext, Structured};
+//! # use mcpflow::protocol::{CallToolResult, JsonObject, Tool};
 //! # use mcpflow::schemars::JsonSchema;
 //! # use serde::{Deserialize, Serialize};
 //! # #[derive(Deserialize, JsonSchema)] struct AddArgs { a: i64, b: i64 }
@@ -79,14 +78,11 @@
 //! # async fn add(args: AddArgs, _cx: ServerContext) -> Result<Structured<Sum>, String> {
 //! #     Ok(Structured(Sum { sum: args.a + args.b }))
 //! # }
-//! let mut tool = Tool::new("add", "Add two numbers.", schema_of::<AddArgs>()).with_title("Adder");
-//! tool.output_schema = <Structured<Sum> as ToolOutput>::output_schema();
+//! // The schemas come from `AddArgs` and `Structured<Sum>`; the arguments are decoded by
+//! // serde straight from the request, and a misfit is answered naming its path.
+//! let tool = Tool::new("add", "Add two numbers.", JsonObject::new()).with_title("Adder");
 //! let server = Server::builder("calc", "1.0.0")
-//!     .tool(tool, |arguments, cx| async move {
-//!         let args: AddArgs = serde_json::from_value(arguments.into())
-//!             .map_err(|e| ToolError::invalid_params(format!("arguments do not fit the tool: {e}")))?;
-//!         add(args, cx).await.map(ToolOutput::into_call_result).map_err(ToolError::failed)
-//!     })
+//!     .typed_tool_with(tool, add)
 //!     .tool(Tool::new("now", "The time, as text. A tool may take no arguments at all.",
 //!                     Tool::empty_input_schema()),
 //!           |_arguments, _cx| async { Ok(CallToolResult::text("noon")) })

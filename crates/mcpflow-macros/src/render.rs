@@ -105,7 +105,6 @@ pub(crate) fn tool_registration(spec: &ToolSpec, in_impl: bool) -> TokenStream {
     let builder = builder_ident();
     let call = local("call");
     let tool = local("tool");
-    let arguments = local("arguments");
     let cx = local("cx");
     let args = local("args");
     let output = local("output");
@@ -133,22 +132,16 @@ pub(crate) fn tool_registration(spec: &ToolSpec, in_impl: bool) -> TokenStream {
             }}
         }
     };
-    let (schema, decode) = match &spec.params.args {
+    let (schema, arg_type, arg_value) = match &spec.params.args {
         Some(ty) => (
             quote!(::mcpflow::server::schema_of::<#ty>()),
-            quote! {
-                <#ty as ::serde::Deserialize>::deserialize(#arguments).map_err(|e| {
-                    ::mcpflow::server::ToolError::invalid_params(
-                        ::std::format!("arguments do not fit the tool: {e}"),
-                    )
-                })?
-            },
+            quote!(#ty),
+            args.to_token_stream(),
         ),
         None => (
             quote!(::mcpflow::protocol::Tool::empty_input_schema()),
-            quote!({
-                let _ = #arguments;
-            }),
+            quote!(::mcpflow::server::NoArguments),
+            quote!(()),
         ),
     };
     let output_schema = quote_spanned!(spec.output_span=> __mcpflow_output_schema(&#call));
@@ -158,12 +151,12 @@ pub(crate) fn tool_registration(spec: &ToolSpec, in_impl: bool) -> TokenStream {
         #labels
         #tool.output_schema = #output_schema;
         let #call = ::std::sync::Arc::new(#call);
-        #builder.tool(#tool, move |#arguments: ::mcpflow::protocol::JsonObject,
-                                  #cx: ::mcpflow::server::ServerContext| {
+        // Typed arguments, decoded by serde straight from the request.
+        #builder.typed_tool_entry(#tool, move |#args: #arg_type,
+                                             #cx: ::mcpflow::server::ServerContext| {
             let #call = ::std::sync::Arc::clone(&#call);
             async move {
-                let #args = #decode;
-                match #call(#args, #cx).await {
+                match #call(#arg_value, #cx).await {
                     ::core::result::Result::Ok(#output) => ::core::result::Result::Ok(
                         ::mcpflow::server::ToolOutput::into_call_result(#output),
                     ),

@@ -49,7 +49,7 @@ pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
 use registry::{CompletionRoute, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
-pub use typed::{Structured, ToolOutput, schema_of};
+pub use typed::{NoArguments, Structured, ToolOutput, schema_of};
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;

@@ -198,16 +198,55 @@ where
     Fut: Future<Output = Result<R, E>> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    Arc::new(move |arguments: &str, cx: ServerContext| {
-        let args: A = decode(arguments)?;
+    call_handler(move |args: A, cx| {
         let handler = handler.clone();
-        Ok(Box::pin(async move {
+        async move {
             match handler(args, cx).await {
                 Ok(output) => Ok(output.into_call_result()),
                 Err(e) => Err(ToolError::Failed(e.to_string())),
             }
-        }))
+        }
     })
+}
+
+/// The registry's handler for a function of typed arguments that answers with a
+/// finished result.
+fn call_handler<A, F, Fut>(handler: F) -> TypedToolHandler
+where
+    A: DeserializeOwned + Send + 'static,
+    F: Fn(A, ServerContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+{
+    Arc::new(move |arguments: &str, cx: ServerContext| {
+        let args: A = decode(arguments)?;
+        Ok(Box::pin(handler(args, cx)))
+    })
+}
+
+impl ServerBuilder {
+    /// Register `tool`, whose schemas the caller set, with a handler of typed
+    /// arguments: what `#[tool]` expands to. Arguments are decoded as for
+    /// [`typed_tool`](Self::typed_tool).
+    #[doc(hidden)]
+    pub fn typed_tool_entry<A, F, Fut>(self, tool: Tool, handler: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(A, ServerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        self.tool_entry(ToolEntry::typed(tool, call_handler(handler)))
+    }
+}
+
+/// The arguments of a tool that takes none: whatever is sent is accepted and ignored.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct NoArguments;
+
+impl<'de> serde::Deserialize<'de> for NoArguments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| NoArguments)
+    }
 }
 
 /// Deserialize `json` (one JSON value) into `A`, tracking where a failure happened.

@@ -61,15 +61,48 @@ pub(crate) fn request_frame<P: Serialize + ?Sized>(
         method: method.into(),
         detail: format!("params do not serialize: {e}"),
     };
+    let mut bytes = Vec::with_capacity(192);
+    Message::write_request_head(&RequestId::number(id), method, &mut bytes);
+    let start = bytes.len();
     if !options.want_progress && options.meta.is_none() {
-        let mut bytes = Vec::with_capacity(160);
-        Message::write_request_head(&RequestId::number(id), method, &mut bytes);
         serde_json::to_writer(&mut bytes, params).map_err(codec)?;
         bytes.push(b'}');
         return Ok((bytes, None));
     }
+    // The usual case, a token and nothing else, is serialized in one pass; params that
+    // are no object, or carry a `_meta` of their own, are merged instead.
+    if options.meta.is_none() {
+        let with_token = WithProgressToken {
+            meta: ProgressMeta { token: id },
+            params,
+        };
+        if serde_json::to_writer(&mut bytes, &with_token).is_ok()
+            && memchr::memmem::find_iter(&bytes[start..], META_KEY).count() == 1
+        {
+            bytes.push(b'}');
+            return Ok((bytes, None));
+        }
+    }
     let raw = serde_json::value::to_raw_value(params).map_err(codec)?;
     raw_request_frame(method, Some(raw), options, id)
+}
+
+/// How serde_json writes the key of `_meta` (it never escapes `_`).
+const META_KEY: &[u8] = br#""_meta""#;
+
+/// Params with a progress token: `_meta` first, then the params' own members.
+#[derive(Serialize)]
+struct WithProgressToken<'a, P: ?Sized> {
+    #[serde(rename = "_meta")]
+    meta: ProgressMeta,
+    #[serde(flatten)]
+    params: &'a P,
+}
+
+#[derive(Serialize)]
+struct ProgressMeta {
+    #[serde(rename = "progressToken")]
+    token: i64,
 }
 
 /// As [`request_frame`], for params already serialized.
@@ -172,6 +205,33 @@ mod tests {
             plain, br#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"a":1}}"#,
             "written as serde_json writes the message"
         );
+    }
+
+    /// The one-pass token is what serde_json writes for params whose first member is
+    /// that `_meta`.
+    #[test]
+    fn a_token_is_written_as_serde_json_writes_it() {
+        let mut params = mcpflow_protocol::CallToolRequestParams::new("echo");
+        params.arguments = serde_json::from_str(r#"{"text":"a \"q\" é","n":[1,{}]}"#).unwrap();
+        let progress = RequestOptions::new().with_progress_token();
+        let (frame, alias) = request_frame("tools/call", &params, &progress, 9).unwrap();
+        assert_eq!(alias, None);
+        let mut expected = serde_json::to_string(&serde_json::json!({"progressToken": 9})).unwrap();
+        expected = format!(r#"{{"_meta":{expected},"#);
+        expected.push_str(&serde_json::to_string(&params).unwrap()[1..]);
+        let expected =
+            format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{expected}}}"#);
+        assert_eq!(String::from_utf8(frame).unwrap(), expected);
+        // `_meta` of the params' own, or in a value: merged by the general path.
+        for params in [
+            serde_json::json!({"_meta": {"k": 1}, "name": "x"}),
+            serde_json::json!({"name": "x", "arguments": {"text": "\"_meta\""}}),
+        ] {
+            let (frame, _) = request_frame("m", &params, &progress, 9).unwrap();
+            let raw = serde_json::value::to_raw_value(&params).unwrap();
+            let (merged, _) = raw_request_frame("m", Some(raw), &progress, 9).unwrap();
+            assert_eq!(frame, merged, "{params}");
+        }
     }
 
     #[test]
