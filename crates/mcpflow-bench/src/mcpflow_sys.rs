@@ -4,44 +4,57 @@ use std::sync::Arc;
 
 use mcpflow::RequestOptions;
 use mcpflow::client::Client;
-use mcpflow::protocol::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
-use mcpflow::server::{Server, ToolError};
+use mcpflow::protocol::{CallToolRequestParams, CallToolResult, ContentBlock};
+use mcpflow::schemars::JsonSchema;
+use mcpflow::server::Server;
+use serde::Deserialize;
 use serde_json::Value;
+use std::convert::Infallible;
 
 use crate::common::{ProgressLog, big_text};
 
-/// The benchmark server: `echo`, `progress` and `big`.
+/// `echo` arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Echo {
+    text: String,
+}
+
+/// `progress` arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Progress {
+    count: u64,
+}
+
+/// `big` arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Big {
+    bytes: u64,
+}
+
+/// The benchmark server: `echo`, `progress` and `big`, typed tools as the README writes
+/// them (the other systems' servers decode typed arguments too).
 pub fn server() -> Server {
-    let schema = Tool::empty_input_schema;
     Server::builder("mcpflow-bench", "1.0.0")
-        .tool(
-            Tool::new("echo", "Echo the text back", schema()),
-            |args, _cx| async move {
-                let text = args
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                Ok(CallToolResult::text(text))
-            },
-        )
-        .tool(
-            Tool::new("progress", "Report progress `count` times", schema()),
-            |args, cx| async move {
-                let count = args.get("count").and_then(Value::as_u64).unwrap_or(0);
-                for i in 1..=count {
-                    cx.progress(i as f64, Some(count as f64), None)
+        .typed_tool("echo", "Echo the text back", |args: Echo, _cx| async move {
+            Ok::<_, Infallible>(args.text)
+        })
+        .typed_tool(
+            "progress",
+            "Report progress `count` times",
+            |args: Progress, cx| async move {
+                for i in 1..=args.count {
+                    cx.progress(i as f64, Some(args.count as f64), None)
                         .await
-                        .map_err(|e| ToolError::failed(e.to_string()))?;
+                        .map_err(|e| e.to_string())?;
                 }
-                Ok(CallToolResult::text("done"))
+                Ok::<_, String>("done")
             },
         )
-        .tool(
-            Tool::new("big", "Return `bytes` bytes of text", schema()),
-            |args, _cx| async move {
-                let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
-                Ok(CallToolResult::text(big_text(bytes)))
+        .typed_tool(
+            "big",
+            "Return `bytes` bytes of text",
+            |args: Big, _cx| async move {
+                Ok::<_, Infallible>(CallToolResult::text(big_text(args.bytes as usize)))
             },
         )
         .build()
