@@ -15,6 +15,9 @@ cargo clippy --workspace --all-targets -j2 -- -D warnings
 echo "==> cargo test -j2 (default members: all but mcpflow-bench)"
 cargo test -j2
 
+echo "==> cargo test -p mcpflow-bench --bins -j2 (the harness's own tests: its request layouts)"
+cargo test -p mcpflow-bench --bins -j2
+
 echo "==> cargo doc --workspace --no-deps (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -j2
 

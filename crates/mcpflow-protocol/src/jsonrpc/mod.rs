@@ -221,6 +221,74 @@ mod tests {
         }
     }
 
+    /// The envelope writer writes what serde_json writes for the same members in the
+    /// same order.
+    #[test]
+    fn the_writer_writes_what_serde_json_writes() {
+        #[derive(Serialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: Option<Option<&'a RequestId>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            method: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            params: Option<&'a RawValue>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            result: Option<&'a RawValue>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a ErrorObject>,
+        }
+        let envelope = |m: &Message| {
+            let mut e = Envelope {
+                jsonrpc: "2.0",
+                id: None,
+                method: None,
+                params: None,
+                result: None,
+                error: None,
+            };
+            match m {
+                Message::Request(r) => {
+                    (e.id, e.method, e.params) =
+                        (Some(Some(&r.id)), Some(r.method.as_str()), r.params.as_deref());
+                }
+                Message::Notification(n) => {
+                    (e.method, e.params) = (Some(n.method.as_str()), n.params.as_deref())
+                }
+                Message::Response(r) => (e.id, e.result) = (Some(Some(&r.id)), Some(&*r.result)),
+                Message::Error(x) => (e.id, e.error) = (Some(x.id.as_ref()), Some(&x.error)),
+            }
+            serde_json::to_string(&e).unwrap()
+        };
+        let params =
+            to_raw(&serde_json::json!({"text": "a \"q\" \u{1} é \u{7f}", "n": [1.5, null]}))
+                .unwrap();
+        for message in [
+            Message::request(RequestId::number(-7), "tools/call", Some(params.clone())),
+            Message::request(RequestId::string("id \"with\" \n escapes"), "m\u{8}", None),
+            Message::request(RequestId::unsigned(u64::MAX), "ping", None),
+            Message::notification("notifications/progress", Some(params.clone())),
+            Message::notification("n", None),
+            Message::response(RequestId::string("é"), params),
+            Message::error(
+                None,
+                ErrorObject::method_not_found("x/y").with_data(serde_json::json!([1])),
+            ),
+            Message::error(Some(RequestId::number(3)), ErrorObject::internal("boom")),
+        ] {
+            assert_eq!(message.to_json_string(), envelope(&message));
+        }
+        let mut head = Vec::new();
+        Message::write_response_head(&RequestId::string("a\"b"), &mut head);
+        head.extend_from_slice(b"{}}");
+        let whole = Message::response(
+            RequestId::string("a\"b"),
+            to_raw(&serde_json::json!({})).unwrap(),
+        );
+        assert_eq!(String::from_utf8(head).unwrap(), envelope(&whole));
+    }
+
     #[test]
     fn ids_correlate_across_string_and_number() {
         assert!(RequestId::string("7").correlates_with(&RequestId::number(7)));

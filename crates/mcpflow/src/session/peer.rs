@@ -161,10 +161,9 @@ impl Peer {
                 related: self.related.clone(),
             },
         );
-        // A sequential caller's request (the only one in flight, after one that was
-        // alone too) is written at once when the writer is idle; with more in flight,
-        // or at the start of a burst, the writer batches them. Else it is queued at
-        // once when there is room; else it waits, bounded by the request's clock.
+        // A lone caller's request goes out from this task when the writer is idle,
+        // which saves a hand-off; a burst is left to the writer to batch. A queued
+        // request waits for room at most until its deadline.
         let frame = if sequential {
             match self.shared.direct.write_now(frame) {
                 Direct::Written => {

@@ -142,7 +142,13 @@ mod tests {
                 Reply::json(&value).expect("serializes"),
                 Reply::from(serde_json::value::to_raw_value(&value).expect("serializes")),
             ] {
+                let raw = serde_json::value::to_raw_value(&value).expect("serializes");
+                let written = Message::response(id.clone(), raw).to_json_string();
                 let text = frame(reply, id.clone());
+                assert_eq!(
+                    text, written,
+                    "byte for byte what the envelope writer writes"
+                );
                 let message: serde_json::Value = serde_json::from_str(&text).expect("JSON");
                 let id_json = serde_json::to_value(&id).expect("id");
                 assert_eq!(
