@@ -235,15 +235,20 @@ impl Client {
         }
         let mut pending: Vec<u8> = Vec::new();
         let mut data: Vec<u8> = Vec::new();
+        // Bytes of `pending` known to hold no newline: a long line arriving in many
+        // chunks is scanned once, not once per chunk.
+        let mut scanned = 0;
         loop {
             let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? else {
                 return Err("the event stream ended before the response".to_owned());
             };
             pending.extend_from_slice(&chunk);
             let mut start = 0;
-            while let Some(len) = pending[start..].iter().position(|&b| b == b'\n') {
+            while let Some(len) = pending[scanned..].iter().position(|&b| b == b'\n') {
+                let len = scanned + len - start;
                 let line = &pending[start..start + len];
                 start += len + 1;
+                scanned = start;
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
                 if line.is_empty() {
                     if !data.is_empty() {
@@ -260,6 +265,7 @@ impl Client {
                 }
             }
             pending.drain(..start);
+            scanned = pending.len();
         }
     }
 

@@ -250,8 +250,11 @@ mod tests {
             };
             match m {
                 Message::Request(r) => {
-                    (e.id, e.method, e.params) =
-                        (Some(Some(&r.id)), Some(r.method.as_str()), r.params.as_deref());
+                    (e.id, e.method, e.params) = (
+                        Some(Some(&r.id)),
+                        Some(r.method.as_str()),
+                        r.params.as_deref(),
+                    );
                 }
                 Message::Notification(n) => {
                     (e.method, e.params) = (Some(n.method.as_str()), n.params.as_deref())

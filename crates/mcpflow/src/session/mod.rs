@@ -26,6 +26,13 @@
 //! 7. close is orderly and bounded; no task outlives its session;
 //! 8. bad input gets a JSON-RPC error or a log line, and the connection keeps serving.
 //!
+//! The files, in the order a message passes them: `reader` (each frame decoded once,
+//! then routed), `pending` and `deadline` (this side's requests and their clocks),
+//! `inbound` (the peer's requests: admission and tasks), `context` (what a handler
+//! gets), `lane` (notifications in order), `reply` and `encode` (messages as frames),
+//! `writer` (the one task that writes). `peer` and `options` are the sending API;
+//! `lifecycle` starts and closes the tasks.
+//!
 #![doc = include_str!("../../../../docs/concurrency.md")]
 
 use std::future::Future;
