@@ -325,7 +325,7 @@ impl ClientHandle {
     }
 
     /// Start a tool call and read its progress as a stream
-    /// ([`PendingRequest::next_event`](crate::PendingRequest::next_event)).
+    /// ([`PendingRequest::next_event`](crate::session::PendingRequest::next_event)).
     ///
     /// # Errors
     /// As [`Peer::send_request`].
