@@ -179,7 +179,8 @@ pub fn decode(frame: &[u8]) -> Decoded<'_> {
     let Ok(text) = std::str::from_utf8(frame) else {
         return Decoded::Single(Err(DecodeError::parse("the message is not valid UTF-8")));
     };
-    if text.trim_start().starts_with('[') {
+    let value = text.trim_start();
+    if value.starts_with('[') {
         return match serde_json::from_str::<Vec<&RawValue>>(text) {
             Ok(items) if items.is_empty() => {
                 Decoded::Single(Err(DecodeError::invalid(None, "empty batch")))
@@ -189,7 +190,7 @@ pub fn decode(frame: &[u8]) -> Decoded<'_> {
         };
     }
     // An object, the common case, is read in one pass straight into its members.
-    if text.trim_start().starts_with('{') {
+    if value.starts_with('{') {
         return Decoded::Single(match serde_json::from_str::<Envelope<'_>>(text) {
             Ok(envelope) => from_envelope(envelope),
             Err(e) => Err(unreadable_object(text, e)),

@@ -72,7 +72,7 @@ pub struct FrameMeta {
 /// use mcpflow::transport::Frame;
 ///
 /// let frame = Frame::new(r#"{"jsonrpc":"2.0","method":"n"}"#.as_bytes().to_vec());
-/// assert_eq!(frame.parts().concat(), frame.clone().into_bytes());
+/// assert_eq!(frame.parts().collect::<Vec<_>>().concat(), frame.clone().into_bytes());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -114,11 +114,9 @@ impl Frame {
     }
 
     /// The parts, in order; their concatenation is the message.
-    pub fn parts(&self) -> Vec<&[u8]> {
-        match &self.result {
-            None => vec![&self.head],
-            Some(result) => vec![&self.head, result, b"}"],
-        }
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        let rest = self.result.as_ref().map(|result| [&result[..], b"}"]);
+        std::iter::once(&self.head[..]).chain(rest.into_iter().flatten())
     }
 
     /// The message in one buffer: free for a frame of one part; a large response is

@@ -97,7 +97,7 @@ impl<W: AsyncWrite + Unpin + Send> LineWriter<W> {
 
 impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
     async fn write_frame(&mut self, frame: Frame, _meta: &FrameMeta) -> Result<(), TransportError> {
-        for part in frame.parts().into_iter().chain([&b"\n"[..]]) {
+        for part in frame.parts().chain([&b"\n"[..]]) {
             self.inner
                 .write_all(part)
                 .await
@@ -114,7 +114,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
         }
         let mut cx = Context::from_waker(Waker::noop());
         let mut inner = Pin::new(&mut self.inner);
-        for part in frame.parts().into_iter().chain([&b"\n"[..]]) {
+        for part in frame.parts().chain([&b"\n"[..]]) {
             if !matches!(inner.as_mut().poll_write(&mut cx, part), Poll::Ready(Ok(n)) if n == part.len())
             {
                 // Unreachable with room checked above; the frame may be half buffered,
