@@ -21,6 +21,9 @@ cargo test -p mcpflow-bench --bins -j2
 echo "==> cargo doc --workspace --no-deps (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -j2
 
+echo "==> the README's getting-started crate, outside the workspace (scripts/fresh-crate.sh)"
+./scripts/fresh-crate.sh
+
 echo "==> interop matrix over stdio and streamable HTTP (installs pinned Python and TypeScript SDK peers into .peers/)"
 ./scripts/install-peers.sh
 INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh

@@ -31,12 +31,10 @@ pub fn object(value: Value) -> JsonObject {
 
 // Tools without arguments (an empty object schema).
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "mcpflow::schemars")]
 struct NoArgs {}
 
 // Arguments of `test_sampling`.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "mcpflow::schemars")]
 struct SamplingArgs {
     /// The prompt to send to the LLM.
     prompt: String,
@@ -44,7 +42,6 @@ struct SamplingArgs {
 
 // Arguments of `test_elicitation`.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "mcpflow::schemars")]
 struct ElicitationArgs {
     /// The message to show the user.
     message: Option<String>,

@@ -1,8 +1,9 @@
 //! Attribute macros for [mcpflow](https://docs.rs/mcpflow): register plain `async fn`s
 //! as MCP tools, prompts and resources. Everything here is sugar over
 //! `mcpflow::server::ServerBuilder`; each macro's section shows the builder code it
-//! stands for. Enable them with mcpflow's `macros` feature and use them as
-//! `mcpflow::{tool, tools, prompt, resource}`.
+//! stands for. mcpflow's `macros` feature (on by default) exports them as
+//! `mcpflow::{tool, tools, prompt, resource}`. The crate also provides the
+//! [`JsonSchema`](#jsonschema) derive that mcpflow exports in every build.
 //!
 //! Each macro leaves the function as it is (call it directly in tests) and adds a
 //! companion function that registers it: `NAME_tool`, `NAME_prompt` or
@@ -274,6 +275,33 @@
 //! - Keys: the URI first, then `name` (default: the function's name), `title`,
 //!   `description` (default: the doc comment) and `mime_type`.
 //!
+//! # `JsonSchema`
+//!
+//! `#[derive(mcpflow::JsonSchema)]` (also exported as `mcpflow::schemars::JsonSchema`)
+//! is schemars' derive for a crate that depends on mcpflow but not on schemars. It takes
+//! the same `serde`, `schemars`, `validate` and `garde` attributes and gives the same
+//! schema, name and id (mcpflow's `tests/schema_derive.rs` compares the two). It declares
+//! a hidden copy of the type that derives schemars' `JsonSchema` with the crate path set
+//! to mcpflow's, and implements `JsonSchema` for the type by delegating to the copy;
+//! attributes of other derives are left off the copy.
+//!
+//! ```
+//! use mcpflow::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(rename_all = "camelCase")]
+//! struct Search {
+//!     /// What to look for.
+//!     query: String,
+//!     #[schemars(range(min = 1, max = 100))]
+//!     max_results: Option<u32>,
+//! }
+//!
+//! let schema = mcpflow::server::schema_of::<Search>();
+//! assert_eq!(schema["properties"]["maxResults"]["maximum"], 100);
+//! ```
+//!
 //! # Errors at compile time
 //!
 //! Each points at the offending code: a function that is not `async`, a generic one,
@@ -286,6 +314,7 @@
 mod attr;
 mod model;
 mod render;
+mod schema;
 mod signature;
 mod uri;
 
@@ -334,6 +363,16 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
     let generated = ResourceSpec::parse(attr.into(), &function.attrs, &function.sig)
         .map(|spec| render::resource_function(&spec, &function.vis));
     finish(function.to_token_stream(), generated)
+}
+
+/// Derive `JsonSchema` in a crate that depends on mcpflow but not on schemars: the
+/// same attributes and output as schemars' derive. See the [crate docs](crate#jsonschema).
+#[proc_macro_derive(JsonSchema, attributes(schemars, serde, validate, garde))]
+pub fn json_schema(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    schema::derive(input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 /// The user's item, then the generated code or the error (the item is kept either

@@ -1,38 +1,10 @@
 //! mcpflow: a Model Context Protocol SDK whose connections cannot hang.
 //!
-//! # The smallest server
+#![doc = include_str!("../docs/getting-started.md")]
 //!
-//! A tool is an async function of a typed argument struct; its JSON Schema becomes the
-//! tool's `inputSchema`, and its arguments are decoded by serde straight from the request
-//! before the function runs (a misfit is answered with the path that does not fit).
-//!
-//! ```no_run
-//! use mcpflow::Server;
-//! use mcpflow::schemars::JsonSchema;
-//! use serde::Deserialize;
-//!
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Add {
-//!     a: i64,
-//!     b: i64,
-//! }
-//!
-//! #[tokio::main]
-//! async fn main() {
-//!     Server::builder("calculator", "1.0.0")
-//!         .typed_tool("add", "Add two numbers", |args: Add, _cx| async move {
-//!             Ok::<_, String>(args.a + args.b)
-//!         })
-//!         .build()
-//!         .serve(mcpflow::stdio())
-//!         .wait()
-//!         .await;
-//! }
-//! ```
-//!
-//! With the `macros` feature the same tool is `#[tool] async fn add(args: Add) -> ...`
-//! (see `mcpflow-macros`); `docs/comparison.md` shows it next to rmcp, FastMCP and the
-//! TypeScript SDK.
+//! With the `macros` feature (on by default) the same tool is
+//! `#[mcpflow::tool] async fn add(args: Add) -> ...` (see `mcpflow-macros`);
+//! `docs/comparison.md` shows it next to rmcp, FastMCP and the TypeScript SDK.
 //!
 //! # A client, with progress
 //!
@@ -108,7 +80,7 @@
 //! | `http-server` | on | `http::server`: the streamable HTTP server (axum) |
 //! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback |
 //! | `rustls` | off | `https://` URLs for the HTTP client |
-//! | `macros` | off | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
+//! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
 pub mod client;
 pub mod config;
@@ -123,11 +95,42 @@ pub use client::Client;
 pub use config::{SessionConfig, SessionConfigBuilder};
 pub use error::{CloseReason, SessionError, TransportError};
 /// Attribute macros that register functions as tools, prompts and resources on a
-/// [`server::ServerBuilder`] (feature `macros`, off by default; see `mcpflow-macros`).
+/// [`server::ServerBuilder`] (feature `macros`, on by default; see `mcpflow-macros`).
 #[cfg(feature = "macros")]
 pub use mcpflow_macros::{prompt, resource, tool, tools};
 pub use mcpflow_protocol as protocol;
-pub use schemars;
+
+/// [schemars](https://docs.rs/schemars), which describes tool arguments and results as JSON
+/// Schema, with mcpflow's `JsonSchema` derive in place of schemars' own: the derive takes
+/// the same attributes and gives the same schemas, and it works in a crate that depends
+/// on mcpflow but not on schemars.
+///
+/// ```
+/// use mcpflow::JsonSchema; // the trait and the derive; also `mcpflow::schemars::JsonSchema`
+///
+/// /// Two numbers to add.
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// struct Add {
+///     /// The first number.
+///     a: i64,
+///     b: i64,
+/// }
+///
+/// let schema = mcpflow::schemars::schema_for!(Add);
+/// assert_eq!(schema.get("title").and_then(|t| t.as_str()), Some("Add"));
+/// assert_eq!(schema.get("description").and_then(|t| t.as_str()), Some("Two numbers to add."));
+/// ```
+pub mod schemars {
+    pub use ::schemars::*;
+    pub use mcpflow_macros::JsonSchema;
+}
+pub use crate::schemars::JsonSchema;
+
+/// What generated code names; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use ::schemars;
+}
 pub use server::Server;
 pub use session::{Peer, ProgressUpdate, RequestOptions};
 pub use transport::stdio::stdio;
