@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Format check, lints, every test of the workspace, the interop matrix against the official
+# Format check, lints, every test of the workspace, docs, the publish checks, the README's
+# getting-started crate built outside the workspace, the interop matrix against the official
 # Python and TypeScript SDKs, and the official MCP conformance suite. Exits non-zero on the
 # first failure.
 set -euo pipefail
@@ -18,8 +19,11 @@ cargo test -j2
 echo "==> cargo test -p mcpflow-bench --bins -j2 (the harness's own tests: its request layouts)"
 cargo test -p mcpflow-bench --bins -j2
 
-echo "==> cargo doc --workspace --no-deps (warnings are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -j2
+echo "==> cargo doc --workspace --all-features --no-deps (warnings, broken links included, are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps -j2
+
+echo "==> ready to publish: rust-version, feature matrix, publish dry-run, public API (scripts/release-check.sh)"
+./scripts/release-check.sh
 
 echo "==> the README's getting-started crate, outside the workspace (scripts/fresh-crate.sh)"
 ./scripts/fresh-crate.sh

@@ -33,7 +33,7 @@
 //! `writer` (the one task that writes). `peer` and `options` are the sending API;
 //! `lifecycle` starts and closes the tasks.
 //!
-#![doc = include_str!("../../../../docs/concurrency.md")]
+#![doc = include_str!("../../docs/concurrency.md")]
 
 use std::future::Future;
 use std::pin::Pin;

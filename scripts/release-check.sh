@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Checks that the crates are ready to publish:
+#   1. rust-version: no locked dependency of a published crate needs a newer Rust;
+#   2. every feature of mcpflow builds alone, with none, and all together (cargo-hack);
+#   3. `cargo publish --workspace --dry-run`: each crate packages and builds from its
+#      package alone, against the others as packaged;
+#   4. the public API of the library crates equals the listing in docs/public-api/
+#      (cargo-public-api): a change to the API shows as a diff of that listing.
+#      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
+# The tools are installed, pinned, into .peers/tools (git-ignored).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$PWD"
+target="${CARGO_TARGET_DIR:-$root/target}"
+
+CARGO_HACK=0.6.46
+# 0.52 reads rustdoc JSON format 57, which rustdoc 1.95 writes.
+CARGO_PUBLIC_API=0.52.0
+
+tools="$root/.peers/tools"
+export PATH="$tools/bin:$PATH"
+install_tool() {
+    local name="$1" version="$2"
+    if [[ "$("$tools/bin/$name" "${name#cargo-}" --version 2>/dev/null || true)" == *"$version"* ]]; then
+        return
+    fi
+    echo "--> installing $name $version into $tools"
+    CARGO_TARGET_DIR="$target/tools" timeout 1200 \
+        cargo install -q --locked --root "$tools" "$name@$version" -j2
+}
+
+echo "--> rust-version of the workspace against its locked dependencies"
+mkdir -p "$target"
+cargo metadata --format-version 1 --locked >"$target/metadata.json"
+python3 - "$target/metadata.json" <<'EOF'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+packages = {p["id"]: p for p in meta["packages"]}
+nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
+def version(v):
+    parts = [int(x) for x in (v or "0").split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+published = [p for p in meta["packages"]
+             if p["id"] in meta["workspace_members"] and p["publish"] != []]
+ours = max(version(p["rust_version"]) for p in published)
+# Everything a published crate needs to build (its dev-dependencies too, for its tests).
+seen, stack = set(), [p["id"] for p in published]
+while stack:
+    id = stack.pop()
+    if id in seen:
+        continue
+    seen.add(id)
+    for dep in nodes[id]["deps"]:
+        if packages[id]["id"] in meta["workspace_members"] or any(
+                k["kind"] != "dev" for k in dep["dep_kinds"]):
+            stack.append(dep["pkg"])
+needs = max(seen, key=lambda id: version(packages[id]["rust_version"]))
+need = packages[needs]
+print(f"    rust-version {'.'.join(map(str, ours))}; the most demanding dependency is "
+      f"{need['name']} {need['version']} (rust-version {need['rust_version']})")
+if version(need["rust_version"]) > ours:
+    sys.exit("a locked dependency needs a newer Rust than the workspace rust-version")
+EOF
+
+install_tool cargo-hack "$CARGO_HACK"
+echo "--> cargo hack check -p mcpflow --each-feature (no features, each alone, all)"
+timeout 1800 cargo hack check -q -j2 -p mcpflow --each-feature
+
+echo "--> cargo publish --workspace --dry-run"
+timeout 1800 cargo publish -q --workspace --dry-run --allow-dirty -j2
+
+install_tool cargo-public-api "$CARGO_PUBLIC_API"
+echo "--> public API listings (docs/public-api/)"
+listings="$root/docs/public-api"
+mkdir -p "$listings"
+changed=0
+for crate in mcpflow-protocol mcpflow mcpflow-macros; do
+    name="${crate//-/_}"
+    # Rustdoc JSON is unstable; RUSTC_BOOTSTRAP lets stable rustdoc write it. Its own
+    # target directory keeps that setting from invalidating the main build. Default
+    # features: the others add no public item.
+    RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$target/public-api" timeout 1200 \
+        cargo rustdoc -q -j2 -p "$crate" --lib -- -Zunstable-options --output-format json
+    # -s leaves out blanket impls, which change with the dependencies' versions.
+    cargo public-api --rustdoc-json "$target/public-api/doc/$name.json" -s >"$target/public-api/$name.txt"
+    if [[ "${MCPFLOW_BLESS_API:-0}" == 1 ]]; then
+        cp "$target/public-api/$name.txt" "$listings/$name.txt"
+    elif ! diff -u "$listings/$name.txt" "$target/public-api/$name.txt"; then
+        changed=1
+    fi
+done
+if [[ "$changed" == 1 ]]; then
+    echo "the public API differs from docs/public-api/ (diff above): review it, then run" >&2
+    echo "MCPFLOW_BLESS_API=1 scripts/release-check.sh and commit the listings" >&2
+    exit 1
+fi
+if [[ "${MCPFLOW_BLESS_API:-0}" == 1 ]]; then
+    echo "    wrote $(cat "$listings"/*.txt | wc -l) lines of public API to docs/public-api/"
+else
+    echo "    $(cat "$listings"/*.txt | wc -l) lines of public API, as recorded"
+fi
