@@ -68,7 +68,15 @@ echo "--> cargo hack check -p mcpflow --each-feature (no features, each alone, a
 timeout 1800 cargo hack check -q -j2 -p mcpflow --each-feature
 
 echo "--> cargo publish --workspace --dry-run"
-timeout 1800 cargo publish -q --workspace --dry-run --allow-dirty -j2
+# The dry run builds each packaged crate against the others as a registry serves them,
+# and Cargo takes a registry crate of the same name and version as unchanged: it would
+# reuse what an earlier run unpacked and built. So the unpacked copies go, and the
+# build runs in a target directory of its own whose artifacts of these crates go too.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/mcpflow*
+package_target="$target/package-check"
+rm -rf "$package_target"/debug/{.fingerprint,deps,build}/*mcpflow*
+CARGO_TARGET_DIR="$package_target" timeout 1800 \
+    cargo publish -q --workspace --dry-run --allow-dirty -j2
 
 install_tool cargo-public-api "$CARGO_PUBLIC_API"
 echo "--> public API listings (docs/public-api/)"
