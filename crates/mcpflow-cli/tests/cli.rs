@@ -224,6 +224,38 @@ fn server_that_exits_early_exits_three() {
     assert!(run.stderr.contains("exit status: 7"), "{}", describe(&run));
 }
 
+/// A server that answers `initialize` and then stops reading, sent a call larger than
+/// the pipe holds: when the call times out, the blocked write is given up and the
+/// child is terminated, instead of the writer task being aborted after a long wait.
+#[test]
+fn a_server_that_stops_reading_is_given_up_when_the_call_times_out() {
+    let initialized = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"stuck","version":"1"}}}"#;
+    let script = format!("read -r line; printf '%s\\n' '{initialized}'; exec sleep 30");
+    let args = format!(r#"{{"text":"{}"}}"#, "x".repeat(120_000));
+    let run = mcpflow(&[
+        "call",
+        "--timeout",
+        "1",
+        "echo",
+        &args,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert!(
+        run.stderr.contains("abandoning the write"),
+        "the writer gave up by itself: {}",
+        describe(&run)
+    );
+    assert!(
+        !run.stderr.contains("did not stop within"),
+        "no task had to be aborted: {}",
+        describe(&run)
+    );
+}
+
 #[test]
 fn unknown_tool_exits_three() {
     let run = mcpflow(&["call", "no_such_tool", "--", BIN, "serve", "everything"]);
@@ -344,8 +376,14 @@ struct HttpServe {
 
 impl HttpServe {
     fn start() -> HttpServe {
+        HttpServe::start_with(&[])
+    }
+
+    /// With more arguments for `serve` (limits).
+    fn start_with(extra: &[&str]) -> HttpServe {
         let mut child = Command::new(BIN)
             .args(["serve", "everything", "--http", "127.0.0.1:0"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -379,6 +417,38 @@ impl Drop for HttpServe {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn serve_http_takes_its_limits_from_the_command_line() {
+    let server = HttpServe::start_with(&["--max-body-bytes", "1K", "--max-sessions", "5"]);
+    let small = mcpflow(&["call", "--url", &server.url, "test_simple_text"]);
+    assert_eq!(small.code, 0, "{}", describe(&small));
+    let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(2048));
+    let run = mcpflow(&["call", "--url", &server.url, "test_simple_text", &large]);
+    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert!(
+        run.stderr.contains("413") && run.stderr.contains("max_body_bytes"),
+        "a body over --max-body-bytes is refused, and the message names the limit: {}",
+        describe(&run)
+    );
+
+    let run = mcpflow(&["serve", "everything", "--max-sessions", "5"]);
+    assert_eq!(run.code, 2, "limits need --http: {}", describe(&run));
+    let run = mcpflow(&[
+        "serve",
+        "everything",
+        "--http",
+        "127.0.0.1:0",
+        "--max-body-bytes",
+        "lots",
+    ]);
+    assert_eq!(run.code, 2, "{}", describe(&run));
+    assert!(
+        run.stderr.contains("not a size in bytes"),
+        "{}",
+        describe(&run)
+    );
 }
 
 #[test]

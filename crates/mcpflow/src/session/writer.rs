@@ -27,6 +27,7 @@ use std::task::Poll;
 use foldhash::fast::RandomState;
 use mcpflow_protocol::RequestId;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::Shared;
 use super::stop::Stop;
@@ -257,7 +258,25 @@ pub(crate) async fn run_writer<W: FrameWriter>(
             &mut outbound,
             &mut idle.notified,
         );
-        if let Err(e) = batch.await {
+        // A write that has not finished one close grace after it began, once the
+        // connection is closing, waits on a peer that stopped reading: give it up.
+        let give_up = async {
+            let deadline = Instant::now() + shared.config.close_grace;
+            stop.stopped().await;
+            tokio::time::sleep_until(deadline).await;
+        };
+        let written = tokio::select! {
+            written = batch => written,
+            () = give_up => {
+                tracing::warn!(
+                    grace = ?shared.config.close_grace,
+                    "the peer stopped reading while the connection closed; abandoning the write"
+                );
+                idle.writer.abandon().await;
+                return;
+            }
+        };
+        if let Err(e) = written {
             shared.shutdown(CloseReason::Transport(e));
             idle.writer.close().await;
             return;
@@ -275,13 +294,22 @@ pub(crate) async fn run_writer<W: FrameWriter>(
     while let Ok(frame) = outbound.try_recv() {
         rest.push(frame);
     }
-    for frame in rest {
-        if write_one(&mut writer, frame).await.is_err() {
-            break;
+    let drain = async {
+        for frame in rest {
+            write_one(&mut writer, frame).await?;
+        }
+        writer.flush().await
+    };
+    match tokio::time::timeout(shared.config.close_grace, drain).await {
+        Ok(_) => writer.close().await,
+        Err(_) => {
+            tracing::warn!(
+                grace = ?shared.config.close_grace,
+                "the peer did not take the last frames while the connection closed; abandoning them"
+            );
+            writer.abandon().await;
         }
     }
-    let _ = writer.flush().await;
-    writer.close().await;
 }
 
 /// What the idle writer waits for.

@@ -353,6 +353,13 @@ impl ChildWriter {
             )
         })
     }
+
+    /// The last step of closing: `SIGKILL`, and reap.
+    async fn kill(&self) {
+        tracing::warn!(target: "mcpflow::child", pid = self.shared.pid, "server ignored SIGTERM; sending SIGKILL");
+        self.shared.signal(libc::SIGKILL);
+        let _ = self.shared.wait_exit(self.close_grace).await;
+    }
 }
 
 impl FrameWriter for ChildWriter {
@@ -389,8 +396,17 @@ impl FrameWriter for ChildWriter {
         if self.shared.wait_exit(self.close_grace).await.is_some() {
             return;
         }
-        tracing::warn!(target: "mcpflow::child", pid = self.shared.pid, "server ignored SIGTERM; sending SIGKILL");
-        self.shared.signal(libc::SIGKILL);
-        let _ = self.shared.wait_exit(self.close_grace).await;
+        self.kill().await;
+    }
+
+    async fn abandon(&mut self) {
+        // Dropped, not closed: closing flushes into a pipe that no longer drains.
+        drop(self.stdin.take());
+        tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server stopped reading its input; sending SIGTERM");
+        self.shared.signal(libc::SIGTERM);
+        if self.shared.wait_exit(self.close_grace).await.is_some() {
+            return;
+        }
+        self.kill().await;
     }
 }

@@ -203,6 +203,14 @@ pub trait FrameWriter: Send + 'static {
     /// what the transport holds (reap a child process). Bounded in time.
     fn close(&mut self) -> impl Future<Output = ()> + Send;
 
+    /// The peer stopped taking data and the connection is closing: release what the
+    /// transport holds without writing or flushing anything more (a child process gets
+    /// `SIGTERM` at once, since it cannot see its input end). The writer is dropped
+    /// right after. The default does nothing more.
+    fn abandon(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
     /// Take one whole frame and start pushing it to the peer without waiting, or take
     /// none of it. The session calls this from the task that made the frame, when its
     /// writer is idle and nothing is queued, which saves a hand-off to the writer task.
