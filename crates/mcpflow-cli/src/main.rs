@@ -10,8 +10,10 @@ mod remote;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use mcpflow::http::server::HttpServer;
 
 /// Exit code: the tool returned `isError: true`.
 pub const EXIT_TOOL_ERROR: u8 = 1;
@@ -44,6 +46,8 @@ enum Command {
         /// `/mcp`) instead of stdio.
         #[arg(long, global = true, value_name = "ADDR")]
         http: Option<String>,
+        #[command(flatten)]
+        limits: HttpLimits,
     },
     /// Start a server as a child process (or reach one with `--url`) and describe it.
     Inspect {
@@ -86,6 +90,72 @@ enum Command {
     },
 }
 
+/// The limits of `serve --http` (the defaults are `HttpServer`'s, see
+/// `docs/deployment.md`).
+#[derive(Debug, Default, clap::Args)]
+struct HttpLimits {
+    /// At most this many sessions; at the cap, idle sessions are evicted (default 10000).
+    #[arg(long, global = true, value_name = "N")]
+    max_sessions: Option<usize>,
+    /// End a session idle for this many seconds (default 1800).
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    session_idle_timeout: Option<f64>,
+    /// Refuse request bodies over this size: bytes, or with K, M or G (default 16M).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    max_body_bytes: Option<usize>,
+    /// Serve at most this many connections at once (default: 7/8 of the open-file
+    /// limit, at most 10000).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// Close a connection whose request headers take longer than this (default 20).
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    header_timeout: Option<f64>,
+    /// Refuse a request whose body takes longer than this to arrive (default 30).
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    body_timeout: Option<f64>,
+    /// Close a connection whose client takes no data for this long (default 30).
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_secs)]
+    write_timeout: Option<f64>,
+}
+
+impl HttpLimits {
+    fn is_set(&self) -> bool {
+        self.max_sessions.is_some()
+            || self.session_idle_timeout.is_some()
+            || self.max_body_bytes.is_some()
+            || self.max_connections.is_some()
+            || self.header_timeout.is_some()
+            || self.body_timeout.is_some()
+            || self.write_timeout.is_some()
+    }
+
+    fn apply(&self, mut server: HttpServer) -> HttpServer {
+        let secs = Duration::from_secs_f64;
+        if let Some(n) = self.max_sessions {
+            server = server.max_sessions(n);
+        }
+        if let Some(t) = self.session_idle_timeout {
+            server = server.session_idle_timeout(secs(t));
+        }
+        if let Some(n) = self.max_body_bytes {
+            server = server.max_body_bytes(n);
+        }
+        if let Some(n) = self.max_connections {
+            server = server.max_connections(n as usize);
+        }
+        if let Some(t) = self.header_timeout {
+            server = server.header_timeout(secs(t));
+        }
+        if let Some(t) = self.body_timeout {
+            server = server.body_timeout(secs(t));
+        }
+        if let Some(t) = self.write_timeout {
+            server = server.write_timeout(secs(t));
+        }
+        server
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum ServeWhat {
     /// The conformance suite's "everything" server.
@@ -102,12 +172,15 @@ fn target(url: Option<String>, command: Vec<String>) -> remote::Target {
     }
 }
 
-/// Serve over streamable HTTP until the process is stopped.
-async fn serve_http(server: mcpflow::server::Server, addr: &str) -> u8 {
-    match mcpflow::http::server::HttpServer::new(server)
-        .bind(addr)
-        .await
-    {
+/// Serve over streamable HTTP until the process is stopped, with the open-file limit
+/// raised first (each connection is a file).
+async fn serve_http(server: mcpflow::server::Server, addr: &str, limits: &HttpLimits) -> u8 {
+    #[cfg(unix)]
+    match mcpflow::http::server::raise_open_file_limit() {
+        Ok(n) => tracing::debug!(open_files = n, "raised the open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
+    }
+    match limits.apply(HttpServer::new(server)).bind(addr).await {
         Ok(running) => {
             eprintln!("mcpflow: serving MCP at {}", running.url());
             running.wait().await;
@@ -118,6 +191,22 @@ async fn serve_http(server: mcpflow::server::Server, addr: &str) -> u8 {
             EXIT_CONNECTION
         }
     }
+}
+
+/// Bytes, or a number with a binary `K`, `M` or `G` suffix (`16M`, `512K`).
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let (digits, unit) = match s.trim().to_ascii_uppercase() {
+        t if t.ends_with('K') => (t.trim_end_matches('K').to_owned(), 1usize << 10),
+        t if t.ends_with('M') => (t.trim_end_matches('M').to_owned(), 1 << 20),
+        t if t.ends_with('G') => (t.trim_end_matches('G').to_owned(), 1 << 30),
+        t => (t, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a size in bytes (like 1048576, 512K or 16M)"))
 }
 
 fn parse_secs(s: &str) -> Result<f64, String> {
@@ -160,7 +249,15 @@ fn main() -> ExitCode {
                     1
                 }
             },
-            Command::Serve { server, http } => {
+            Command::Serve {
+                server,
+                http,
+                limits,
+            } => {
+                if http.is_none() && limits.is_set() {
+                    eprintln!("mcpflow: the connection and session limits apply only with --http");
+                    return EXIT_USAGE;
+                }
                 let server = match server {
                     ServeWhat::Everything => everything::everything_server(),
                     ServeWhat::Demo => demo::stdio_demo_server(),
@@ -173,7 +270,7 @@ fn main() -> ExitCode {
                             .await;
                         0
                     }
-                    Some(addr) => serve_http(server, &addr).await,
+                    Some(addr) => serve_http(server, &addr, &limits).await,
                 }
             }
             Command::Inspect {

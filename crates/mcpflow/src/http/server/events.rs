@@ -2,14 +2,13 @@
 //! [`EventStore`] that makes a stream resumable.
 
 use std::collections::{HashMap, VecDeque};
-use std::convert::Infallible;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 /// Where an event belongs: a session and one of its streams.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -199,31 +198,133 @@ const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 /// resume the stream from the event store).
 const MAX_BACKLOG: usize = 64 * 1024 * 1024;
 
+/// The bytes queued on every event stream of a server, and the most they may add up
+/// to. Past it, a stream whose client is behind loses its connection on its next
+/// event; a client that keeps up is never cut for it.
+#[derive(Debug)]
+pub(crate) struct QueueBudget {
+    queued: AtomicUsize,
+    max: usize,
+}
+
+impl QueueBudget {
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(QueueBudget {
+            queued: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// Bytes queued right now.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+}
+
 /// The sending end of one event-stream response. Sending never waits, so one slow
 /// client cannot hold up the session's writer; a client more than 64 MiB behind loses
-/// the connection instead.
+/// the connection instead, as does one that is behind when the server's budget is
+/// spent, and what was queued for it is dropped at once.
 #[derive(Debug)]
 pub(crate) struct EventSender {
-    tx: mpsc::UnboundedSender<Bytes>,
-    queued: Arc<AtomicUsize>,
+    queue: Arc<EventQueue>,
 }
 
 /// The receiving end, turned into a response body by [`sse_body`].
 #[derive(Debug)]
 pub(crate) struct EventReceiver {
-    rx: mpsc::UnboundedReceiver<Bytes>,
-    queued: Arc<AtomicUsize>,
+    queue: Arc<EventQueue>,
 }
 
-pub(crate) fn event_channel() -> (EventSender, EventReceiver) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let queued = Arc::new(AtomicUsize::new(0));
+/// The events of one response not yet handed to hyper.
+#[derive(Debug)]
+struct EventQueue {
+    state: Mutex<QueueState>,
+    /// A new event, or the sender gone.
+    ready: Notify,
+    budget: Arc<QueueBudget>,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    events: VecDeque<Bytes>,
+    bytes: usize,
+    /// No more events will come: the sender was dropped, or cut the stream.
+    ended: bool,
+    /// The stream was cut short (its client fell too far behind).
+    cut: bool,
+    /// The response was dropped (the client disconnected).
+    receiver_gone: bool,
+}
+
+impl EventQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drop what is queued, uncounting it.
+    fn clear(&self, state: &mut QueueState) {
+        state.events.clear();
+        self.budget.queued.fetch_sub(state.bytes, Ordering::Relaxed);
+        state.bytes = 0;
+    }
+}
+
+impl EventReceiver {
+    /// The next event; `Ok(None)` once the stream ended and everything was taken, an
+    /// error when it was cut short.
+    async fn next(&self) -> Result<Option<Bytes>, StreamCut> {
+        loop {
+            {
+                let mut state = self.queue.lock();
+                if let Some(event) = state.events.pop_front() {
+                    state.bytes -= event.len();
+                    self.queue
+                        .budget
+                        .queued
+                        .fetch_sub(event.len(), Ordering::Relaxed);
+                    return Ok(Some(event));
+                }
+                if state.cut {
+                    return Err(StreamCut);
+                }
+                if state.ended {
+                    return Ok(None);
+                }
+            }
+            // One consumer: a notification sent before this wait is kept as a permit.
+            self.queue.ready.notified().await;
+        }
+    }
+}
+
+impl Drop for EventReceiver {
+    /// The client is gone: what it did not read no longer counts against the budget.
+    fn drop(&mut self) {
+        let mut state = self.queue.lock();
+        state.receiver_gone = true;
+        self.queue.clear(&mut state);
+    }
+}
+
+impl Drop for EventSender {
+    fn drop(&mut self) {
+        self.queue.lock().ended = true;
+        self.queue.ready.notify_one();
+    }
+}
+
+pub(crate) fn event_channel(budget: &Arc<QueueBudget>) -> (EventSender, EventReceiver) {
+    let queue = Arc::new(EventQueue {
+        state: Mutex::new(QueueState::default()),
+        ready: Notify::new(),
+        budget: budget.clone(),
+    });
     (
         EventSender {
-            tx,
-            queued: queued.clone(),
+            queue: queue.clone(),
         },
-        EventReceiver { rx, queued },
+        EventReceiver { queue },
     )
 }
 
@@ -262,36 +363,67 @@ impl EventSender {
     /// so no other event comes between them).
     fn send_parts<const N: usize>(&self, parts: [Bytes; N]) -> bool {
         let len: usize = parts.iter().map(Bytes::len).sum();
-        if self.queued.fetch_add(len, Ordering::Relaxed) + len > MAX_BACKLOG {
-            tracing::warn!(
-                backlog = MAX_BACKLOG,
-                "a client fell too far behind on an event stream; dropping its connection"
-            );
+        let queue = &self.queue;
+        let mut state = queue.lock();
+        if state.receiver_gone || state.ended {
             return false;
         }
-        parts.into_iter().all(|part| self.tx.send(part).is_ok())
+        let total = queue.budget.queued.load(Ordering::Relaxed) + len;
+        let over = if state.bytes + len > MAX_BACKLOG {
+            Some(("backlog", MAX_BACKLOG))
+        } else if state.bytes > 0 && total > queue.budget.max {
+            Some(("max_queued_event_bytes", queue.budget.max))
+        } else {
+            None
+        };
+        if let Some((limit, bytes)) = over {
+            tracing::warn!(
+                limit,
+                bytes,
+                "a client fell too far behind on an event stream; dropping its connection"
+            );
+            queue.clear(&mut state);
+            state.ended = true;
+            state.cut = true;
+            drop(state);
+            queue.ready.notify_one();
+            return false;
+        }
+        state.bytes += len;
+        queue.budget.queued.fetch_add(len, Ordering::Relaxed);
+        state.events.extend(parts);
+        drop(state);
+        queue.ready.notify_one();
+        true
     }
 
-    /// Whether the response was dropped (the client disconnected).
+    /// Whether the response was dropped (the client disconnected), or the stream cut.
     pub(crate) fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        let state = self.queue.lock();
+        state.receiver_gone || state.ended
     }
 }
+
+/// Why an event stream ended early.
+#[derive(Debug, thiserror::Error)]
+#[error("the event stream was cut: its client fell too far behind")]
+pub(crate) struct StreamCut;
 
 /// A response body streaming what arrives on `events` (already encoded), with a
 /// keep-alive comment after every `keep_alive` of silence. Ends when the sender is
 /// dropped. Each event is its own body frame, so hyper writes it as it is produced.
 pub(crate) fn sse_body(events: EventReceiver, keep_alive: Duration) -> axum::body::Body {
-    let stream = futures_util::stream::unfold(events, move |mut events| async move {
+    let stream = futures_util::stream::unfold(events, move |events| async move {
         let next = tokio::select! {
-            event = events.rx.recv() => {
-                let event = event?;
-                events.queued.fetch_sub(event.len(), Ordering::Relaxed);
-                event
-            }
+            event = events.next() => match event {
+                Ok(event) => event?,
+                // An error ends the response without its last chunk, so the client
+                // sees the stream broken (and resumes it), not complete.
+                Err(cut) => return Some((Err(cut), events)),
+            },
             () = tokio::time::sleep(keep_alive) => Bytes::from_static(KEEP_ALIVE),
         };
-        Some((Ok::<_, Infallible>(next), events))
+        Some((Ok(next), events))
     });
     axum::body::Body::from_stream(stream)
 }
@@ -321,21 +453,59 @@ mod tests {
         let small = Bytes::from_static(b"{\"a\":1}");
         for (message, frames) in [(&large_line, 3), (&large_lines, 1), (&small, 1)] {
             for id in [Some("1-2"), None] {
-                let (tx, mut rx) = event_channel();
+                let budget = QueueBudget::new(usize::MAX);
+                let (tx, rx) = event_channel(&budget);
                 assert!(tx.send_message(id, message));
                 drop(tx);
                 let mut got = Vec::new();
                 let mut n = 0;
-                while let Some(part) = rx.rx.recv().await {
-                    rx.queued.fetch_sub(part.len(), Ordering::Relaxed);
+                while let Ok(Some(part)) = rx.next().await {
                     got.extend_from_slice(&part);
                     n += 1;
                 }
                 assert_eq!(got, encode_event(id, None, message), "{id:?}");
                 assert_eq!(n, frames, "{id:?}, {} bytes", message.len());
-                assert_eq!(rx.queued.load(Ordering::Relaxed), 0);
+                assert_eq!(budget.queued(), 0);
             }
         }
+    }
+
+    /// Past the server's budget, a stream that is behind is cut and what it queued is
+    /// dropped at once; a stream that keeps up still gets its events.
+    #[tokio::test]
+    async fn the_budget_cuts_streams_that_are_behind() {
+        let budget = QueueBudget::new(100);
+        let event = Bytes::from(vec![b'x'; 40]);
+        let (behind, behind_rx) = event_channel(&budget);
+        assert!(behind.send(event.clone()));
+        assert!(behind.send(event.clone()));
+        assert_eq!(budget.queued(), 80);
+        let (keeping_up, keeping_up_rx) = event_channel(&budget);
+        assert!(
+            keeping_up.send(event.clone()),
+            "an empty queue may pass the budget"
+        );
+        assert_eq!(budget.queued(), 120);
+        assert!(
+            !behind.send(event.clone()),
+            "a queue that is behind is cut past it"
+        );
+        assert!(behind.is_closed());
+        assert_eq!(budget.queued(), 40, "the cut stream's events are dropped");
+        assert!(
+            behind_rx.next().await.is_err(),
+            "a cut stream ends in an error"
+        );
+        assert_eq!(keeping_up_rx.next().await.ok(), Some(Some(event)));
+        assert_eq!(budget.queued(), 0);
+        drop(keeping_up_rx);
+        assert!(keeping_up.is_closed());
+        assert!(!keeping_up.send(Bytes::from_static(b"x")));
+        assert_eq!(
+            budget.queued(),
+            0,
+            "a send to a dropped response counts nothing"
+        );
     }
 
     #[test]

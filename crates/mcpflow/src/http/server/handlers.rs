@@ -4,15 +4,17 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, MessageRef, decode};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, ProtocolVersion, RequestId};
 
+use super::body::read_body;
 use super::events::{EventReceiver, sse_body};
+use super::new_session_id;
 use super::session::{HttpSession, Reply, StreamError};
-use super::{AppState, new_session_id};
+use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::transport::InboundFrame;
 
@@ -22,6 +24,24 @@ pub(crate) struct Refusal {
     code: ErrorCode,
     id: Option<RequestId>,
     message: String,
+    /// Close the connection after answering (the request was not read to its end).
+    close: bool,
+    /// Seconds for `Retry-After`.
+    retry_after: Option<u32>,
+}
+
+impl Refusal {
+    /// Close the connection after this answer.
+    pub(crate) fn closing(mut self) -> Self {
+        self.close = true;
+        self
+    }
+
+    /// Ask the client to retry after `seconds`.
+    pub(crate) fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
 }
 
 impl IntoResponse for Refusal {
@@ -31,10 +51,15 @@ impl IntoResponse for Refusal {
             Message::error(self.id, ErrorObject::new(self.code, self.message)).to_json_string();
         let mut response =
             (self.status, [(CONTENT_TYPE, "application/json")], body).into_response();
+        let headers = response.headers_mut();
         if self.status == StatusCode::METHOD_NOT_ALLOWED {
-            response
-                .headers_mut()
-                .insert("allow", HeaderValue::from_static("POST"));
+            headers.insert("allow", HeaderValue::from_static("POST"));
+        }
+        if self.close {
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let Some(seconds) = self.retry_after {
+            headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -51,6 +76,8 @@ pub(crate) fn refuse(
         code,
         id,
         message,
+        close: false,
+        retry_after: None,
     }
 }
 
@@ -286,20 +313,12 @@ pub(crate) async fn post(
             "Accept must include application/json and text/event-stream".into(),
         ));
     }
-    let limit = state.config.max_body_bytes;
-    let body = axum::body::to_bytes(body, limit).await.map_err(|e| {
-        refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::INVALID_REQUEST,
-            None,
-            format!("the request body could not be read within the limit of {limit} bytes: {e}"),
-        )
-    })?;
+    let body = read_body(body, &headers, state.config.body, &state.body_budget).await?;
     let posted = classify(&body)?;
 
     let stateless = state.config.stateless;
     let (session, created) = if stateless {
-        let (session, transport) = HttpSession::new(String::new(), None, None);
+        let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
         tokio::spawn(state.server.serve(transport).wait());
         (session, true)
     } else if header(&headers, SESSION_ID_HEADER).is_some() {
@@ -308,7 +327,11 @@ pub(crate) async fn post(
                 "this session is already initialized; send `initialize` without Mcp-Session-Id to start a new one",
             ));
         }
-        (find_session(&state, &headers)?, false)
+        let session = find_session(&state, &headers)?;
+        if !posted.requests.is_empty() {
+            session.mark_used();
+        }
+        (session, false)
     } else if posted.initialize.is_some() {
         let id = new_session_id().map_err(|e| {
             tracing::error!(error = %e, "no session id: the OS random number generator failed");

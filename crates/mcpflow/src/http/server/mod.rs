@@ -46,28 +46,55 @@
 //! ```
 //!
 //! To mount the endpoint in an application of your own, take the [`axum::Router`] from
-//! [`HttpServer::router`]; it is also a `tower::Service`.
+//! [`HttpServer::router`]; it is also a `tower::Service`. The connection limits below
+//! are then the application's to set; the others hold.
+//!
+//! # Limits
+//!
+//! Each has a builder method; `docs/deployment.md` says what each protects against.
+//!
+//! | limit | default | when reached |
+//! | --- | --- | --- |
+//! | [`header_timeout`](HttpServer::header_timeout) | 20 s | the connection is closed (also an idle keep-alive one) |
+//! | [`max_connections`](HttpServer::max_connections) | 7/8 of the open-file limit, at most 10,000 | new connections wait in the listen backlog |
+//! | [`write_timeout`](HttpServer::write_timeout) | 30 s | the connection is closed; an event stream can be resumed |
+//! | [`max_body_bytes`](HttpServer::max_body_bytes) | 16 MiB | 413, from `Content-Length` before reading |
+//! | [`body_timeout`](HttpServer::body_timeout) | 30 s | 408 |
+//! | [`max_buffered_body_bytes`](HttpServer::max_buffered_body_bytes) | 256 MiB | 503 with `Retry-After` |
+//! | [`max_queued_event_bytes`](HttpServer::max_queued_event_bytes) | 256 MiB (and 64 MiB per stream) | a stream whose client is behind is cut; it can be resumed |
+//! | [`max_sessions`](HttpServer::max_sessions) | 10,000 | an idle session is evicted (unused ones first, oldest first); 503 when none is idle |
+//! | [`session_idle_timeout`](HttpServer::session_idle_timeout) | 30 min | the session ends |
+//! | [`unused_session_idle_timeout`](HttpServer::unused_session_idle_timeout) | 1 min | a session that served only `initialize` ends |
+//!
+//! A malformed body is answered 400. [`RunningHttpServer::stats`] reports what the
+//! server holds and how many sessions it ended on its own.
 
+mod body;
 mod events;
 mod guard;
 mod handlers;
+mod listener;
 mod session;
+mod table;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::StatusCode;
 use axum::routing::post;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use body::BodyLimits;
 pub use events::{EventStore, InMemoryEventStore, StreamKey};
 use guard::HostGuard;
-use session::HttpSession;
+use listener::ConnectionLimits;
+#[cfg(unix)]
+pub use listener::raise_open_file_limit;
+use table::{AppState, lock};
 
 use crate::server::Server;
 
@@ -84,8 +111,14 @@ struct Config {
     stateless: bool,
     json_response: bool,
     idle_timeout: Duration,
+    unused_idle_timeout: Duration,
     max_sessions: usize,
-    max_body_bytes: usize,
+    body: BodyLimits,
+    max_buffered_body_bytes: usize,
+    max_queued_event_bytes: usize,
+    max_connections: Option<usize>,
+    header_timeout: Duration,
+    write_timeout: Duration,
     store: Option<Arc<dyn EventStore>>,
     retry: Option<Duration>,
     keep_alive: Duration,
@@ -99,8 +132,20 @@ impl fmt::Debug for HttpServer {
             .field("stateless", &self.config.stateless)
             .field("json_response", &self.config.json_response)
             .field("idle_timeout", &self.config.idle_timeout)
+            .field("unused_idle_timeout", &self.config.unused_idle_timeout)
             .field("max_sessions", &self.config.max_sessions)
-            .field("max_body_bytes", &self.config.max_body_bytes)
+            .field("body", &self.config.body)
+            .field(
+                "max_buffered_body_bytes",
+                &self.config.max_buffered_body_bytes,
+            )
+            .field(
+                "max_queued_event_bytes",
+                &self.config.max_queued_event_bytes,
+            )
+            .field("max_connections", &self.config.max_connections)
+            .field("header_timeout", &self.config.header_timeout)
+            .field("write_timeout", &self.config.write_timeout)
             .field("resumable", &self.config.store.is_some())
             .field("guard", &self.config.guard)
             .finish_non_exhaustive()
@@ -109,8 +154,8 @@ impl fmt::Debug for HttpServer {
 
 impl HttpServer {
     /// Serve `server` at `/mcp`, with sessions, SSE responses, an in-memory event store
-    /// (1,024 events per session), `retry: 1000`, a 30-minute idle timeout, at most
-    /// 10,000 sessions, 16 MiB bodies, and loopback-only `Host`/`Origin`.
+    /// (1,024 events per session), `retry: 1000`, loopback-only `Host`/`Origin`, and
+    /// the limits of the [module documentation](self#limits).
     pub fn new(server: Server) -> Self {
         HttpServer {
             server,
@@ -119,8 +164,17 @@ impl HttpServer {
                 stateless: false,
                 json_response: false,
                 idle_timeout: Duration::from_secs(30 * 60),
+                unused_idle_timeout: Duration::from_secs(60),
                 max_sessions: 10_000,
-                max_body_bytes: 16 * 1024 * 1024,
+                body: BodyLimits {
+                    max_bytes: 16 * 1024 * 1024,
+                    timeout: Duration::from_secs(30),
+                },
+                max_buffered_body_bytes: 256 * 1024 * 1024,
+                max_queued_event_bytes: 256 * 1024 * 1024,
+                max_connections: None,
+                header_timeout: Duration::from_secs(20),
+                write_timeout: Duration::from_secs(30),
                 store: Some(Arc::new(InMemoryEventStore::default())),
                 retry: Some(Duration::from_millis(1000)),
                 keep_alive: Duration::from_secs(15),
@@ -155,15 +209,69 @@ impl HttpServer {
         self
     }
 
-    /// Refuse new sessions (503) beyond this many (default 10,000).
+    /// End sessions that never served more than their `initialize` after this long
+    /// idle (default 1 min; never longer than the session idle timeout).
+    pub fn unused_session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.config.unused_idle_timeout = idle;
+        self
+    }
+
+    /// At most this many sessions (default 10,000). A new session beyond it evicts an
+    /// idle one, or is refused with 503 when none is idle.
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.config.max_sessions = n;
         self
     }
 
-    /// Refuse request bodies larger than this (413; default 16 MiB).
+    /// Refuse request bodies larger than this (413, from `Content-Length` before
+    /// reading when it is given; default 16 MiB).
     pub fn max_body_bytes(mut self, n: usize) -> Self {
-        self.config.max_body_bytes = n;
+        self.config.body.max_bytes = n;
+        self
+    }
+
+    /// Refuse a request whose body has not arrived in full within this long (408;
+    /// default 30 s).
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.config.body.timeout = timeout;
+        self
+    }
+
+    /// Buffer at most this many bytes of request bodies across all requests; a body
+    /// that would go beyond is refused with 503 (default 256 MiB).
+    pub fn max_buffered_body_bytes(mut self, n: usize) -> Self {
+        self.config.max_buffered_body_bytes = n;
+        self
+    }
+
+    /// Queue at most this many bytes of events across all event streams; beyond it, a
+    /// stream whose client is behind loses its connection, and can resume from the
+    /// event store (default 256 MiB; each stream may also fall at most 64 MiB behind).
+    pub fn max_queued_event_bytes(mut self, n: usize) -> Self {
+        self.config.max_queued_event_bytes = n;
+        self
+    }
+
+    /// Serve at most this many connections at once (with [`bind`](Self::bind));
+    /// further connections wait in the listen backlog. Default: seven eighths of the
+    /// process's open-file limit at `bind`, at most 10,000.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.config.max_connections = Some(n.max(1));
+        self
+    }
+
+    /// Close a connection whose request headers have not arrived in full within this
+    /// long, which includes an idle keep-alive connection waiting for its next request
+    /// (with [`bind`](Self::bind); default 20 s).
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.config.header_timeout = timeout;
+        self
+    }
+
+    /// Close a connection whose client has taken no byte of a response for this long
+    /// (with [`bind`](Self::bind); default 30 s). A closed event stream can be resumed.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.config.write_timeout = timeout;
         self
     }
 
@@ -234,12 +342,7 @@ impl HttpServer {
 
     fn into_parts(self) -> (Router, Arc<AppState>) {
         let endpoint = self.config.endpoint.clone();
-        let state = Arc::new(AppState {
-            server: self.server,
-            config: self.config,
-            sessions: Mutex::new(HashMap::new()),
-            reaper: Mutex::new(None),
-        });
+        let state = Arc::new(AppState::new(self.server, self.config));
         let router = Router::new()
             .route(
                 &endpoint,
@@ -267,25 +370,23 @@ impl HttpServer {
             self.config.guard = HostGuard::off();
         }
         let endpoint = self.config.endpoint.clone();
+        let limits = ConnectionLimits {
+            max_connections: self
+                .config
+                .max_connections
+                .unwrap_or_else(default_max_connections),
+            header_timeout: self.config.header_timeout,
+            write_timeout: self.config.write_timeout,
+        };
         let (router, state) = self.into_parts();
         let stop = CancellationToken::new();
-        let shutdown = stop.clone();
-        let task = tokio::spawn(async move {
-            // Each SSE event is written as soon as it is produced; with Nagle's
-            // algorithm on, the next small write waits for the client's delayed ACK
-            // (about 40 ms per answer).
-            let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-                if let Err(e) = stream.set_nodelay(true) {
-                    tracing::debug!(error = %e, "could not set TCP_NODELAY");
-                }
-            });
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { shutdown.cancelled().await })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the HTTP server stopped");
-            }
-        });
+        let task = tokio::spawn(listener::serve(
+            listener,
+            router,
+            limits,
+            state.connections.clone(),
+            stop.clone(),
+        ));
         Ok(RunningHttpServer {
             local_addr,
             endpoint,
@@ -347,6 +448,18 @@ impl RunningHttpServer {
         lock(&self.state.sessions).len()
     }
 
+    /// What the server holds now, and how many sessions it ended on its own.
+    pub fn stats(&self) -> HttpServerStats {
+        HttpServerStats {
+            sessions: self.session_count(),
+            connections: self.state.connections.load(Ordering::Relaxed),
+            evicted_sessions: self.state.evicted.load(Ordering::Relaxed),
+            expired_sessions: self.state.expired.load(Ordering::Relaxed),
+            buffered_body_bytes: self.state.body_budget.in_use(),
+            queued_event_bytes: self.state.queue_budget.queued(),
+        }
+    }
+
     /// Stop accepting connections and end every session (open event streams end, and
     /// in-flight handlers get the close grace); connections still open after 5 seconds
     /// are cut.
@@ -363,106 +476,31 @@ impl RunningHttpServer {
     }
 }
 
-/// State shared by the handlers.
-pub(crate) struct AppState {
-    server: Server,
-    config: Config,
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
-    reaper: Mutex<Option<JoinHandle<()>>>,
+/// A snapshot of a running server, from [`RunningHttpServer::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpServerStats {
+    /// Live sessions.
+    pub sessions: usize,
+    /// Open connections.
+    pub connections: usize,
+    /// Idle sessions ended to make room for new ones (`max_sessions`), since the start.
+    pub evicted_sessions: u64,
+    /// Sessions ended by their idle timeout, since the start.
+    pub expired_sessions: u64,
+    /// Bytes of request bodies being read now.
+    pub buffered_body_bytes: usize,
+    /// Bytes of events queued for clients now.
+    pub queued_event_bytes: usize,
 }
 
-impl Drop for AppState {
-    fn drop(&mut self) {
-        self.end_all_sessions();
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl AppState {
-    fn end_all_sessions(&self) {
-        if let Some(reaper) = lock(&self.reaper).take() {
-            reaper.abort();
-        }
-        let sessions: Vec<_> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
-        for session in sessions {
-            session.terminate();
-        }
-    }
-
-    fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        lock(&self.sessions).get(id).cloned()
-    }
-
-    fn remove_session(&self, id: &str) {
-        let removed = lock(&self.sessions).remove(id);
-        if let Some(session) = removed {
-            tracing::debug!(session = id, "session ended");
-            session.terminate();
-        }
-    }
-
-    fn create_session(self: &Arc<Self>, id: String) -> Result<Arc<HttpSession>, handlers::Refusal> {
-        let (session, transport) = {
-            let mut sessions = lock(&self.sessions);
-            if sessions.len() >= self.config.max_sessions {
-                drop(sessions);
-                return Err(handlers::refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    mcpflow_protocol::ErrorCode::INTERNAL_ERROR,
-                    None,
-                    format!(
-                        "the server already serves {} sessions (max_sessions); try again later",
-                        self.config.max_sessions
-                    ),
-                ));
-            }
-            let (session, transport) =
-                HttpSession::new(id.clone(), self.config.store.clone(), self.config.retry);
-            sessions.insert(id.clone(), session.clone());
-            (session, transport)
-        };
-        let running = self.server.serve(transport);
-        let state = Arc::downgrade(self);
-        tokio::spawn(async move {
-            running.wait().await;
-            if let Some(state) = state.upgrade() {
-                state.remove_session(&id);
-            }
-        });
-        self.start_reaper();
-        tracing::debug!(session = %session.id, "session started");
-        Ok(session)
-    }
-
-    /// End idle sessions now and then; started with the first session, inside the runtime.
-    fn start_reaper(self: &Arc<Self>) {
-        let mut reaper = lock(&self.reaper);
-        if reaper.is_some() {
-            return;
-        }
-        let state: Weak<AppState> = Arc::downgrade(self);
-        let idle = self.config.idle_timeout;
-        let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60));
-        *reaper = Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            loop {
-                ticks.tick().await;
-                let Some(state) = state.upgrade() else { return };
-                let idle_ids: Vec<String> = lock(&state.sessions)
-                    .iter()
-                    .filter(|(_, s)| s.is_idle(idle))
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                for id in idle_ids {
-                    tracing::info!(session = %id, "ending an idle session");
-                    state.remove_session(&id);
-                }
-            }
-        }));
-    }
+/// The connection cap when none is set: seven eighths of the open-file limit (the rest
+/// for the files and sockets the server's own work needs), at most 10,000.
+fn default_max_connections() -> usize {
+    let from_files = listener::open_file_limit().map_or(usize::MAX, |n| {
+        usize::try_from(n / 8 * 7).unwrap_or(usize::MAX)
+    });
+    from_files.clamp(1, 10_000)
 }
 
 /// 128 bits from the operating system's CSPRNG, as 32 hex digits; an error when the

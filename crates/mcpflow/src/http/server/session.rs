@@ -8,6 +8,7 @@
 //! GET stream. A stream ends once it delivered every response it owes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -17,8 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::events::{
-    EventReceiver, EventSender, EventStore, StreamKey, encode_event, event_channel, event_id,
-    parse_event_id,
+    EventReceiver, EventSender, EventStore, QueueBudget, StreamKey, encode_event, event_channel,
+    event_id, parse_event_id,
 };
 use crate::error::TransportError;
 use crate::transport::{
@@ -72,6 +73,7 @@ pub(crate) struct Routes {
     session: String,
     store: Option<Arc<dyn EventStore>>,
     retry: Option<Duration>,
+    budget: Arc<QueueBudget>,
     /// The id of the client's `initialize` request, to learn the negotiated version.
     init_id: Option<RequestId>,
     version: Option<ProtocolVersion>,
@@ -202,6 +204,16 @@ pub(crate) struct HttpSession {
     inbound: Mutex<Option<mpsc::Sender<InboundFrame>>>,
     routes: Arc<Mutex<Routes>>,
     last_seen: Mutex<Instant>,
+    /// The client sent a request other than `initialize`.
+    used: AtomicBool,
+}
+
+/// What every session of a server shares.
+#[derive(Clone)]
+pub(crate) struct SessionSettings {
+    pub(crate) store: Option<Arc<dyn EventStore>>,
+    pub(crate) retry: Option<Duration>,
+    pub(crate) budget: Arc<QueueBudget>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -212,14 +224,14 @@ impl HttpSession {
     /// A session and the transport the engine runs it on.
     pub(crate) fn new(
         id: String,
-        store: Option<Arc<dyn EventStore>>,
-        retry: Option<Duration>,
+        settings: SessionSettings,
     ) -> (Arc<HttpSession>, SessionTransport) {
         let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
         let routes = Arc::new(Mutex::new(Routes {
             session: id.clone(),
-            store,
-            retry,
+            store: settings.store,
+            retry: settings.retry,
+            budget: settings.budget,
             init_id: None,
             version: None,
             streams: HashMap::new(),
@@ -233,6 +245,7 @@ impl HttpSession {
             inbound: Mutex::new(Some(tx)),
             routes: routes.clone(),
             last_seen: Mutex::new(Instant::now()),
+            used: AtomicBool::new(false),
         });
         (
             session,
@@ -245,6 +258,21 @@ impl HttpSession {
 
     pub(crate) fn touch(&self) {
         *lock(&self.last_seen) = Instant::now();
+    }
+
+    /// When the client last sent something.
+    pub(crate) fn last_seen(&self) -> Instant {
+        *lock(&self.last_seen)
+    }
+
+    /// The client sent a request other than `initialize`.
+    pub(crate) fn mark_used(&self) {
+        self.used.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the session ever served more than its `initialize`.
+    pub(crate) fn is_used(&self) -> bool {
+        self.used.load(Ordering::Relaxed)
     }
 
     /// Idle: no request for `idle`, no request in flight (streams that owe a response
@@ -300,7 +328,7 @@ impl HttpSession {
             routes.init_id = Some(id.clone());
         }
         let (reply, conn, json) = if sse {
-            let (tx, rx) = event_channel();
+            let (tx, rx) = event_channel(&routes.budget);
             (Reply::Sse(rx), Some(tx), None)
         } else {
             let (tx, rx) = oneshot::channel();
@@ -334,7 +362,7 @@ impl HttpSession {
         if routes.closed {
             return Err(StreamError::Gone);
         }
-        let (tx, rx) = event_channel();
+        let (tx, rx) = event_channel(&routes.budget);
         if let Some(last) = last_event_id {
             let Some(store) = routes.store.clone() else {
                 return Err(StreamError::NotResumable);

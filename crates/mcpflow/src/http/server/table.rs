@@ -1,0 +1,187 @@
+//! The session table: what the handlers share, creating sessions under the cap (by
+//! evicting idle ones when it is reached), and ending idle sessions.
+//!
+//! A session is idle when no request of its is in flight and no stream of its is
+//! connected. Sessions that never served more than their `initialize` are the first to
+//! go: they expire after a short timeout of their own, and at the cap they are evicted
+//! before any other idle session, each group oldest first. A session that is not idle
+//! is never evicted; when every session is busy, a new one is refused with 503.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use tokio::task::JoinHandle;
+
+use super::Config;
+use super::body::BodyBudget;
+use super::events::QueueBudget;
+use super::handlers::{self, Refusal};
+use super::session::{HttpSession, SessionSettings};
+use crate::server::Server;
+
+/// State shared by the handlers.
+pub(crate) struct AppState {
+    pub(super) server: Server,
+    pub(super) config: Config,
+    pub(super) sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    pub(super) reaper: Mutex<Option<JoinHandle<()>>>,
+    pub(super) body_budget: BodyBudget,
+    pub(super) queue_budget: Arc<QueueBudget>,
+    pub(super) evicted: AtomicU64,
+    pub(super) expired: AtomicU64,
+    /// Open connections, when served by `bind`.
+    pub(super) connections: Arc<AtomicUsize>,
+}
+
+impl Drop for AppState {
+    fn drop(&mut self) {
+        self.end_all_sessions();
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl AppState {
+    pub(super) fn new(server: Server, config: Config) -> Self {
+        AppState {
+            server,
+            body_budget: BodyBudget::new(config.max_buffered_body_bytes),
+            queue_budget: QueueBudget::new(config.max_queued_event_bytes),
+            config,
+            sessions: Mutex::new(HashMap::new()),
+            reaper: Mutex::new(None),
+            evicted: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
+            connections: Arc::default(),
+        }
+    }
+
+    /// What every session of this server shares.
+    pub(super) fn session_settings(&self, resumable: bool) -> SessionSettings {
+        SessionSettings {
+            store: if resumable {
+                self.config.store.clone()
+            } else {
+                None
+            },
+            retry: if resumable { self.config.retry } else { None },
+            budget: self.queue_budget.clone(),
+        }
+    }
+
+    pub(super) fn end_all_sessions(&self) {
+        if let Some(reaper) = lock(&self.reaper).take() {
+            reaper.abort();
+        }
+        let sessions: Vec<_> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.terminate();
+        }
+    }
+
+    pub(super) fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    pub(super) fn remove_session(&self, id: &str) {
+        let removed = lock(&self.sessions).remove(id);
+        if let Some(session) = removed {
+            tracing::debug!(session = id, "session ended");
+            session.terminate();
+        }
+    }
+
+    pub(super) fn create_session(
+        self: &Arc<Self>,
+        id: String,
+    ) -> Result<Arc<HttpSession>, Refusal> {
+        let (session, transport, evicted) = {
+            let mut sessions = lock(&self.sessions);
+            let mut evicted = None;
+            if sessions.len() >= self.config.max_sessions {
+                let Some(victim) = eviction_candidate(&sessions) else {
+                    drop(sessions);
+                    return Err(handlers::refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        mcpflow_protocol::ErrorCode::INTERNAL_ERROR,
+                        None,
+                        format!(
+                            "the server already serves {} sessions (max_sessions), none of them idle; try again later",
+                            self.config.max_sessions
+                        ),
+                    )
+                    .retry_after(1));
+                };
+                evicted = sessions.remove(&victim);
+            }
+            let (session, transport) = HttpSession::new(id.clone(), self.session_settings(true));
+            sessions.insert(id.clone(), session.clone());
+            (session, transport, evicted)
+        };
+        if let Some(evicted) = evicted {
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(
+                session = %evicted.id,
+                used = evicted.is_used(),
+                max_sessions = self.config.max_sessions,
+                "evicted an idle session to make room for a new one"
+            );
+            evicted.terminate();
+        }
+        let running = self.server.serve(transport);
+        let state = Arc::downgrade(self);
+        tokio::spawn(async move {
+            running.wait().await;
+            if let Some(state) = state.upgrade() {
+                state.remove_session(&id);
+            }
+        });
+        self.start_reaper();
+        tracing::debug!(session = %session.id, "session started");
+        Ok(session)
+    }
+
+    /// End idle sessions now and then; started with the first session, inside the runtime.
+    fn start_reaper(self: &Arc<Self>) {
+        let mut reaper = lock(&self.reaper);
+        if reaper.is_some() {
+            return;
+        }
+        let state: Weak<AppState> = Arc::downgrade(self);
+        let idle = self.config.idle_timeout;
+        let unused_idle = self.config.unused_idle_timeout.min(idle);
+        let every = (unused_idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60));
+        *reaper = Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            loop {
+                ticks.tick().await;
+                let Some(state) = state.upgrade() else { return };
+                let expired: Vec<(String, bool)> = lock(&state.sessions)
+                    .iter()
+                    .filter(|(_, s)| s.is_idle(if s.is_used() { idle } else { unused_idle }))
+                    .map(|(id, s)| (id.clone(), s.is_used()))
+                    .collect();
+                for (id, used) in expired {
+                    tracing::info!(session = %id, used, "ending an idle session");
+                    state.expired.fetch_add(1, Ordering::Relaxed);
+                    state.remove_session(&id);
+                }
+            }
+        }));
+    }
+}
+
+/// The session to evict for a new one: an idle session that never served more than
+/// its `initialize` if there is one, else any idle session; the oldest of its group.
+fn eviction_candidate(sessions: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
+    sessions
+        .iter()
+        .filter(|(_, s)| s.is_idle(Duration::ZERO))
+        .min_by_key(|(_, s)| (s.is_used(), s.last_seen()))
+        .map(|(id, _)| id.clone())
+}
