@@ -7,32 +7,35 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-echo "==> cargo fmt --all -- --check"
+# Each step's header carries the seconds elapsed so far, so a slow step shows in the log.
+step() { echo "==> [${SECONDS}s] $*"; }
+
+step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
-echo "==> cargo clippy --workspace --all-targets -j2 -- -D warnings"
+step "cargo clippy --workspace --all-targets -j2 -- -D warnings"
 cargo clippy --workspace --all-targets -j2 -- -D warnings
 
-echo "==> cargo test -j2 (default members: all but mcpflow-bench)"
+step "cargo test -j2 (default members: all but mcpflow-bench)"
 cargo test -j2
 
-echo "==> cargo test -p mcpflow-bench --bins -j2 (the harness's own tests: its request layouts)"
+step "cargo test -p mcpflow-bench --bins -j2 (the harness's own tests: its request layouts)"
 cargo test -p mcpflow-bench --bins -j2
 
-echo "==> cargo doc --workspace --all-features --no-deps (warnings, broken links included, are errors)"
+step "cargo doc --workspace --all-features --no-deps (warnings, broken links included, are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps -j2
 
-echo "==> ready to publish: rust-version, feature matrix, publish dry-run, public API (scripts/release-check.sh)"
+step "ready to publish: rust-version, feature matrix, publish dry-run, public API (scripts/release-check.sh)"
 ./scripts/release-check.sh
 
-echo "==> the README's getting-started crate, outside the workspace (scripts/fresh-crate.sh)"
+step "the README's getting-started crate, outside the workspace (scripts/fresh-crate.sh)"
 ./scripts/fresh-crate.sh
 
-echo "==> interop matrix over stdio and streamable HTTP (installs pinned Python and TypeScript SDK peers into .peers/)"
+step "interop matrix over stdio and streamable HTTP (installs pinned Python and TypeScript SDK peers into .peers/)"
 ./scripts/install-peers.sh
 INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh
 
-echo "==> MCP conformance suite over streamable HTTP (server and client suites)"
+step "MCP conformance suite over streamable HTTP (server and client suites)"
 ./scripts/conformance.sh
 
-echo "all checks passed"
+echo "all checks passed in ${SECONDS}s"
