@@ -16,6 +16,7 @@ mod baseline;
 mod baseline_http;
 mod cell;
 mod common;
+mod hostile;
 mod http;
 mod layout;
 mod mcpflow_sys;
@@ -122,6 +123,9 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Hostile traffic against a streamable HTTP server this command starts: stalled
+    /// uploads, slowloris, abandoned sessions, never-read answers. Prints one markdown table.
+    Hostile(hostile::HostileArgs),
 }
 
 fn main() {
@@ -170,6 +174,7 @@ fn main() {
                     }
                 }
             }
+            Some(Command::Hostile(args)) => hostile::run(args).await,
             None => orchestrate(&cli).await,
         }
     });
