@@ -7,13 +7,14 @@
 //! before any other idle session, each group oldest first. A session that is not idle
 //! is never evicted; when every session is busy, a new one is refused with 503.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::Config;
 use super::body::BodyBudget;
@@ -34,6 +35,9 @@ pub(crate) struct AppState {
     pub(super) expired: AtomicU64,
     /// Open connections, when served by `bind`.
     pub(super) connections: Arc<AtomicUsize>,
+    /// Which sessions to evict next, kept so that evicting is not a scan of the table
+    /// each time (a flood of abandoned sessions evicts once per new session).
+    pub(super) evictable: Mutex<Evictable>,
 }
 
 impl Drop for AppState {
@@ -58,6 +62,7 @@ impl AppState {
             evicted: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             connections: Arc::default(),
+            evictable: Mutex::default(),
         }
     }
 
@@ -104,7 +109,7 @@ impl AppState {
             let mut sessions = lock(&self.sessions);
             let mut evicted = None;
             if sessions.len() >= self.config.max_sessions {
-                let Some(victim) = eviction_candidate(&sessions) else {
+                let Some(victim) = lock(&self.evictable).next(&sessions) else {
                     drop(sessions);
                     return Err(handlers::refuse(
                         StatusCode::SERVICE_UNAVAILABLE,
@@ -121,6 +126,7 @@ impl AppState {
             }
             let (session, transport) = HttpSession::new(id.clone(), self.session_settings(true));
             sessions.insert(id.clone(), session.clone());
+            lock(&self.evictable).created(&session, self.config.max_sessions);
             (session, transport, evicted)
         };
         if let Some(evicted) = evicted {
@@ -176,12 +182,77 @@ impl AppState {
     }
 }
 
-/// The session to evict for a new one: an idle session that never served more than
-/// its `initialize` if there is one, else any idle session; the oldest of its group.
-fn eviction_candidate(sessions: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
-    sessions
-        .iter()
-        .filter(|(_, s)| s.is_idle(Duration::ZERO))
-        .min_by_key(|(_, s)| (s.is_used(), s.last_seen()))
-        .map(|(id, _)| id.clone())
+/// The order in which idle sessions are evicted: sessions that never served more than
+/// `initialize` first, oldest first (kept in creation order as they are created), then
+/// the least recently used (found by a scan of the table, which keeps the oldest
+/// [`SCANNED`] for the evictions after). Every candidate is checked again when its turn
+/// comes: still in the table, idle, and (for a used one) not used since the scan.
+#[derive(Default)]
+pub(super) struct Evictable {
+    unused: VecDeque<Weak<HttpSession>>,
+    used: Vec<(Weak<HttpSession>, Instant)>,
+}
+
+/// Used sessions remembered from one scan of the table.
+const SCANNED: usize = 64;
+
+impl Evictable {
+    fn created(&mut self, session: &Arc<HttpSession>, max_sessions: usize) {
+        self.unused.push_back(Arc::downgrade(session));
+        // Sessions that ended on their own leave entries behind: drop them now and then.
+        if self.unused.len() > 2 * max_sessions + SCANNED {
+            self.unused
+                .retain(|s| s.upgrade().is_some_and(|s| !s.is_used()));
+        }
+    }
+
+    /// The id of the session to evict, if any is idle.
+    fn next(&mut self, sessions: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
+        let listed = |s: &Arc<HttpSession>| sessions.get(&s.id).is_some_and(|t| Arc::ptr_eq(t, s));
+        let mut busy = Vec::new();
+        let mut found = None;
+        while let Some(weak) = self.unused.pop_front() {
+            let Some(session) = weak.upgrade() else {
+                continue;
+            };
+            if session.is_used() || !listed(&session) {
+                continue;
+            }
+            if session.is_idle(Duration::ZERO) {
+                found = Some(session.id.clone());
+                break;
+            }
+            busy.push(weak);
+            if busy.len() >= SCANNED {
+                break;
+            }
+        }
+        for weak in busy.into_iter().rev() {
+            self.unused.push_front(weak);
+        }
+        if found.is_some() {
+            return found;
+        }
+        for _ in 0..2 {
+            while let Some((weak, seen)) = self.used.pop() {
+                if let Some(session) = weak.upgrade()
+                    && listed(&session)
+                    && session.last_seen() == seen
+                    && session.is_idle(Duration::ZERO)
+                {
+                    return Some(session.id.clone());
+                }
+            }
+            // Oldest last, as `pop` takes from the end.
+            let mut idle: Vec<_> = sessions
+                .values()
+                .filter(|s| s.is_idle(Duration::ZERO))
+                .map(|s| (Arc::downgrade(s), s.last_seen()))
+                .collect();
+            idle.sort_unstable_by_key(|(_, seen)| std::cmp::Reverse(*seen));
+            let keep = idle.len().saturating_sub(SCANNED);
+            self.used = idle.split_off(keep);
+        }
+        None
+    }
 }
