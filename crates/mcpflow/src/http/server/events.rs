@@ -198,9 +198,13 @@ const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 /// resume the stream from the event store).
 const MAX_BACKLOG: usize = 64 * 1024 * 1024;
 
+/// The most of an event handed to hyper at a time.
+const HANDOVER_BYTES: usize = 64 * 1024;
+
 /// The bytes queued on every event stream of a server, and the most they may add up
 /// to. Past it, a stream whose client is behind loses its connection on its next
-/// event; a client that keeps up is never cut for it.
+/// event, as does one whose next event is larger than [`HANDOVER_BYTES`]; a client
+/// that keeps up with small events is never cut for it.
 #[derive(Debug)]
 pub(crate) struct QueueBudget {
     queued: AtomicUsize,
@@ -277,7 +281,14 @@ impl EventReceiver {
         loop {
             {
                 let mut state = self.queue.lock();
-                if let Some(event) = state.events.pop_front() {
+                if let Some(front) = state.events.front_mut() {
+                    // Handed over in slices (shared, not copied), so that what hyper
+                    // holds unwritten stays small and the rest counts in the queue.
+                    let event = if front.len() > HANDOVER_BYTES {
+                        front.split_to(HANDOVER_BYTES)
+                    } else {
+                        state.events.pop_front().unwrap_or_default()
+                    };
                     state.bytes -= event.len();
                     self.queue
                         .budget
@@ -371,7 +382,7 @@ impl EventSender {
         let total = queue.budget.queued.load(Ordering::Relaxed) + len;
         let over = if state.bytes + len > MAX_BACKLOG {
             Some(("backlog", MAX_BACKLOG))
-        } else if state.bytes > 0 && total > queue.budget.max {
+        } else if (state.bytes > 0 || len > HANDOVER_BYTES) && total > queue.budget.max {
             Some(("max_queued_event_bytes", queue.budget.max))
         } else {
             None
@@ -460,11 +471,16 @@ mod tests {
                 let mut got = Vec::new();
                 let mut n = 0;
                 while let Ok(Some(part)) = rx.next().await {
+                    assert!(part.len() <= HANDOVER_BYTES, "handed over in slices");
                     got.extend_from_slice(&part);
                     n += 1;
                 }
                 assert_eq!(got, encode_event(id, None, message), "{id:?}");
-                assert_eq!(n, frames, "{id:?}, {} bytes", message.len());
+                // A shared message adds its own frames around the lines' prefix and end.
+                let sliced = encode_event(id, None, message)
+                    .len()
+                    .div_ceil(HANDOVER_BYTES);
+                assert_eq!(n, sliced + frames - 1, "{id:?}, {} bytes", message.len());
                 assert_eq!(budget.queued(), 0);
             }
         }
@@ -506,6 +522,14 @@ mod tests {
             0,
             "a send to a dropped response counts nothing"
         );
+
+        // Past the budget, an event too large to hand over at once cuts even an empty
+        // stream: it could not be written at once either.
+        let (keeping_up, _keeping_up_rx) = event_channel(&budget);
+        assert!(keeping_up.send(Bytes::from(vec![b'x'; 90])));
+        let (large, _large_rx) = event_channel(&budget);
+        assert!(!large.send(Bytes::from(vec![b'x'; HANDOVER_BYTES + 1])));
+        assert_eq!(budget.queued(), 90);
     }
 
     #[test]

@@ -245,8 +245,9 @@ impl HttpServer {
     }
 
     /// Queue at most this many bytes of events across all event streams; beyond it, a
-    /// stream whose client is behind loses its connection, and can resume from the
-    /// event store (default 256 MiB; each stream may also fall at most 64 MiB behind).
+    /// stream whose client is behind, or whose next event is over 64 KiB, loses its
+    /// connection, and can resume from the event store (default 256 MiB; each stream
+    /// may also fall at most 64 MiB behind).
     pub fn max_queued_event_bytes(mut self, n: usize) -> Self {
         self.config.max_queued_event_bytes = n;
         self
