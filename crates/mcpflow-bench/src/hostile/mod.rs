@@ -13,19 +13,28 @@
 //! Every wait is bounded, the server is killed at the end, and one markdown table sums the
 //! run up. The attacks are described on [`Attack`]'s variants.
 //!
+//! Two modes are honest load rather than attacks, for before/after comparisons: `load` and
+//! `soak` (see [`load`] and [`soak`]). They run with the sampler but without the probe.
+//!
 //! ```sh
 //! mcpflow-bench hostile --server 'mcpflow serve everything --http 127.0.0.1:{port}' stalled-upload
 //! mcpflow-bench hostile --server '...' --nofile 1024 slowloris --connections 1100 --duration 150
 //! mcpflow-bench hostile --server 'PORT={port} exec node dist/index.js streamableHttp' \
 //!     never-read --big echo --big-kib 3072
+//! mcpflow-bench hostile --server 'mcpflow serve everything --http 127.0.0.1:{port}' \
+//!     load --clients 1000 --calls 50
+//! mcpflow-bench hostile --server '...' soak --clients 20 --rate 5 --duration 300
 //! ```
 
+mod conn;
+mod load;
 mod mcp;
 mod never_read;
 mod raw;
 mod server;
 mod sessions;
 mod slowloris;
+mod soak;
 mod upload;
 
 use std::path::PathBuf;
@@ -129,6 +138,29 @@ pub enum Attack {
         #[arg(long, default_value_t = 16 * 1024)]
         rcvbuf: u32,
     },
+    /// Honest load: N clients at once, one connection each, every one doing initialize +
+    /// notifications/initialized + `calls` × tools/call of `test_simple_text` + DELETE.
+    Load {
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 100)]
+        clients: usize,
+        /// tools/call requests per client.
+        #[arg(long, default_value_t = 50)]
+        calls: usize,
+    },
+    /// Honest soak: clients sending paced mixed traffic (tools, progress, logging, static
+    /// and template resources, tools/list) in 50-request sessions each ended with DELETE.
+    Soak {
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 20)]
+        clients: usize,
+        /// Requests per second per client.
+        #[arg(long, default_value_t = 5.0)]
+        rate: f64,
+        /// Seconds the traffic lasts.
+        #[arg(long, default_value_t = 300)]
+        duration: u64,
+    },
 }
 
 impl Attack {
@@ -138,6 +170,8 @@ impl Attack {
             Attack::Slowloris { .. } => "slowloris",
             Attack::AbandonedSessions { .. } => "abandoned-sessions",
             Attack::NeverRead { .. } => "never-read",
+            Attack::Load { .. } => "load",
+            Attack::Soak { .. } => "soak",
         }
     }
 }
@@ -160,7 +194,8 @@ pub async fn run(args: HostileArgs) -> i32 {
     }
     let sampler = server::Sampler::spawn(server.pid);
     let epoch = Instant::now() + Duration::from_secs(1);
-    let probe = mcp::Probe::spawn(url.clone(), epoch);
+    let honest = matches!(args.attack, Attack::Load { .. } | Attack::Soak { .. });
+    let probe = (!honest).then(|| mcp::Probe::spawn(url.clone(), epoch));
     tokio::time::sleep_until(epoch.into()).await;
     eprintln!("hostile: {} against {}", args.attack.name(), url);
     let rows = match &args.attack {
@@ -205,9 +240,18 @@ pub async fn run(args: HostileArgs) -> i32 {
             };
             never_read::run(&server.addr, &url, &args.path, &opts, &sampler).await
         }
+        Attack::Load { clients, calls } => load::run(&url, *clients, *calls).await,
+        Attack::Soak {
+            clients,
+            rate,
+            duration,
+        } => soak::run(&url, *clients, *rate, *duration, &sampler).await,
     };
     tokio::time::sleep(Duration::from_secs(args.settle)).await;
-    let probe = probe.finish().await;
+    let probe = match probe {
+        Some(probe) => Some(probe.finish().await),
+        None => None,
+    };
     let mem = sampler.finish().await;
     let alive = server.alive();
     server.stop().await;
@@ -224,7 +268,9 @@ pub async fn run(args: HostileArgs) -> i32 {
     table.push("server alive at the end", if alive { "yes" } else { "NO" });
     table.extend(rows);
     table.extend(mem.rows());
-    table.extend(probe.rows());
+    if let Some(probe) = probe {
+        table.extend(probe.rows());
+    }
     table.push("log lines 'Too many open files'", emfile.to_string());
     println!("{}", table.markdown());
     0
