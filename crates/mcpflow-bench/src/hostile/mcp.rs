@@ -53,7 +53,7 @@ impl Reply {
             .next_back()
     }
 
-    /// "HTTP 503: <error message>" or "HTTP 200".
+    /// `"HTTP 503: <error message>"` or `"HTTP 200"`.
     pub fn describe(&self) -> String {
         let error = self.message().and_then(|m| {
             m.get("error")
