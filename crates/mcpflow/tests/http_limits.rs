@@ -207,6 +207,37 @@ async fn slowloris_connections_are_closed_and_the_server_keeps_serving() {
     .await;
 }
 
+#[tokio::test]
+async fn at_the_connection_cap_a_connection_without_a_request_makes_room() {
+    // A header timeout far off: only shedding can make room in time.
+    let running = serve(
+        HttpServer::new(test_server(Arc::default()))
+            .max_connections(4)
+            .header_timeout(Duration::from_secs(60)),
+    )
+    .await;
+    let mut slow = Vec::new();
+    for _ in 0..4 {
+        slow.push(connect_and_send(&running, b"POST /mcp HTTP/1.1\r\nHost: 127").await);
+    }
+    probe(&running, "a probe while every slot is held by slowloris").await;
+    let mut closed = 0;
+    for stream in &mut slow {
+        let mut byte = [0u8; 1];
+        // Open ones stay silent; a shed one reads its end at once.
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_millis(200), stream.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert!(
+        closed >= 1,
+        "the probe took the place of a silent connection"
+    );
+    assert!(running.stats().connections <= 4);
+}
+
 /// Open a session by hand and return its id.
 async fn initialize(running: &RunningHttpServer) -> String {
     let response = bounded(

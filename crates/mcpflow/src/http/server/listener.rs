@@ -2,14 +2,17 @@
 //! sockets under a connection cap, and serving each with hyper under a header-read
 //! timeout (which also ends idle keep-alive connections) and a write timeout.
 //!
-//! At the cap the server stops accepting, so new connections wait in the kernel's
-//! backlog until one closes; the header timeout makes sure one does. An accept that
-//! fails for lack of file descriptors backs off instead of spinning.
+//! At the cap, a new connection takes the place of the oldest connection that has not
+//! sent a whole request in [`SHED_AFTER`] (slowloris holds its connections that way);
+//! when there is none, it waits for a connection to close, and the other connections
+//! wait in the kernel's backlog. An accept that fails for lack of file descriptors
+//! backs off instead of spinning.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -21,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 /// The limits of the connection layer.
@@ -35,6 +38,10 @@ pub(super) struct ConnectionLimits {
 /// How long accepting pauses after running out of file descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// How long a connection may go without a whole request before a new connection may
+/// take its place at the cap.
+pub(super) const SHED_AFTER: Duration = Duration::from_secs(1);
+
 /// Accept and serve connections until `stop`, then let open connections finish.
 pub(super) async fn serve(
     listener: TcpListener,
@@ -44,14 +51,10 @@ pub(super) async fn serve(
     stop: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let silent = Arc::new(Mutex::new(Silent::default()));
     let mut connections = JoinSet::new();
-    loop {
+    'accept: loop {
         while connections.try_join_next().is_some() {}
-        let permit = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit,
-            () = stop.cancelled() => break,
-        };
-        let Ok(permit) = permit else { break };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = stop.cancelled() => break,
@@ -73,18 +76,38 @@ pub(super) async fn serve(
                 continue;
             }
         };
+        let permit = loop {
+            if let Ok(permit) = slots.clone().try_acquire_owned() {
+                break permit;
+            }
+            let shed_next = lock(&silent).shed_oldest();
+            let wake = shed_next.unwrap_or_else(|| Instant::now() + SHED_AFTER);
+            tokio::select! {
+                permit = slots.clone().acquire_owned() => match permit {
+                    Ok(permit) => break permit,
+                    Err(_) => break 'accept,
+                },
+                () = tokio::time::sleep_until(wake) => {}
+                () = stop.cancelled() => break 'accept,
+            }
+        };
         // Each SSE event is written as soon as it is produced; with Nagle's algorithm
         // on, the next small write waits for the client's delayed ACK (about 40 ms).
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
         let io = TokioIo::new(WriteTimeout::new(stream, limits.write_timeout));
-        let service = TowerToHyperService::new(router.clone());
+        let (watch, shed) = Silent::watch(&silent);
+        let service = FirstRequest {
+            inner: TowerToHyperService::new(router.clone()),
+            watch: watch.clone(),
+        };
         let stop = stop.clone();
         let open = OpenConnection::new(&open);
         connections.spawn(async move {
             let _slot = permit;
             let _open = open;
+            let _watch = watch;
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
@@ -92,6 +115,10 @@ pub(super) async fn serve(
             let mut connection = std::pin::pin!(connection);
             let served = tokio::select! {
                 served = connection.as_mut() => served,
+                () = shed.cancelled() => {
+                    tracing::debug!("closed a connection that sent no request, for a new one (max_connections)");
+                    Ok(())
+                }
                 () = stop.cancelled() => {
                     connection.as_mut().graceful_shutdown();
                     connection.await
@@ -103,6 +130,89 @@ pub(super) async fn serve(
         });
     }
     while connections.join_next().await.is_some() {}
+}
+
+/// The connections that have not yet sent a whole request, oldest first.
+#[derive(Default)]
+struct Silent {
+    next: u64,
+    connections: BTreeMap<u64, (Instant, CancellationToken)>,
+}
+
+impl Silent {
+    /// Watch a new connection: the handle that stops watching (on its first request,
+    /// or when it closes), and the token that sheds it.
+    fn watch(silent: &Arc<Mutex<Silent>>) -> (Arc<Watch>, CancellationToken) {
+        let shed = CancellationToken::new();
+        let mut guard = lock(silent);
+        let id = guard.next;
+        guard.next += 1;
+        guard.connections.insert(id, (Instant::now(), shed.clone()));
+        let watch = Watch {
+            silent: silent.clone(),
+            id,
+            seen: AtomicBool::new(false),
+        };
+        (Arc::new(watch), shed)
+    }
+
+    /// Shed the oldest silent connection if it is old enough; otherwise, when the
+    /// oldest will be.
+    fn shed_oldest(&mut self) -> Option<Instant> {
+        let (&id, &(since, _)) = self.connections.iter().next()?;
+        if since.elapsed() < SHED_AFTER {
+            return Some(since + SHED_AFTER);
+        }
+        if let Some((_, shed)) = self.connections.remove(&id) {
+            shed.cancel();
+        }
+        None
+    }
+}
+
+/// One connection in [`Silent`], until its first request or its end.
+struct Watch {
+    silent: Arc<Mutex<Silent>>,
+    id: u64,
+    seen: AtomicBool,
+}
+
+impl Watch {
+    fn stop(&self) {
+        if !self.seen.swap(true, Ordering::Relaxed) {
+            lock(&self.silent).connections.remove(&self.id);
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The connection's service, which stops watching it at its first request.
+struct FirstRequest<S> {
+    inner: S,
+    watch: Arc<Watch>,
+}
+
+impl<S, R> hyper::service::Service<R> for FirstRequest<S>
+where
+    S: hyper::service::Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, request: R) -> Self::Future {
+        self.watch.stop();
+        self.inner.call(request)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Counts a connection as open while it lives.

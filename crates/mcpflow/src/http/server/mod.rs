@@ -56,7 +56,7 @@
 //! | limit | default | when reached |
 //! | --- | --- | --- |
 //! | [`header_timeout`](HttpServer::header_timeout) | 20 s | the connection is closed (also an idle keep-alive one) |
-//! | [`max_connections`](HttpServer::max_connections) | 7/8 of the open-file limit, at most 10,000 | new connections wait in the listen backlog |
+//! | [`max_connections`](HttpServer::max_connections) | 7/8 of the open-file limit, at most 10,000 | a new connection takes the place of the oldest that has sent no request in 1 s; else it waits in the listen backlog |
 //! | [`write_timeout`](HttpServer::write_timeout) | 30 s | the connection is closed; an event stream can be resumed |
 //! | [`max_body_bytes`](HttpServer::max_body_bytes) | 16 MiB | 413, from `Content-Length` before reading |
 //! | [`body_timeout`](HttpServer::body_timeout) | 30 s | 408 |
@@ -253,9 +253,11 @@ impl HttpServer {
         self
     }
 
-    /// Serve at most this many connections at once (with [`bind`](Self::bind));
-    /// further connections wait in the listen backlog. Default: seven eighths of the
-    /// process's open-file limit at `bind`, at most 10,000.
+    /// Serve at most this many connections at once (with [`bind`](Self::bind)). At the
+    /// cap, a new connection takes the place of the oldest one that has not sent a
+    /// whole request within 1 s (slowloris); when there is none, new connections wait
+    /// in the listen backlog. Default: seven eighths of the process's open-file limit
+    /// at `bind`, at most 10,000.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.config.max_connections = Some(n.max(1));
         self
