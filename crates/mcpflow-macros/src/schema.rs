@@ -17,15 +17,17 @@ use syn::{Attribute, Data, DeriveInput, Fields, Meta, Token, Visibility};
 /// The schemars crate as the generated code names it.
 const SCHEMARS: &str = "::mcpflow::__private::schemars";
 
-/// Attributes schemars' derive reads (and declares as its helpers), and `cfg`, which
-/// decides whether a field exists at all.
+/// The attributes schemars' derive reads: its helpers, and doc comments.
+const READ_BY_SCHEMARS: [&str; 5] = ["doc", "serde", "schemars", "validate", "garde"];
+
+/// Attributes schemars' derive reads, `cfg`, which decides whether a field exists at
+/// all, and `repr`.
 fn is_kept(attribute: &Attribute) -> bool {
     let path = attribute.path();
-    [
-        "doc", "serde", "schemars", "validate", "garde", "cfg", "repr",
-    ]
-    .iter()
-    .any(|name| path.is_ident(name))
+    READ_BY_SCHEMARS
+        .iter()
+        .chain(&["cfg", "repr"])
+        .any(|name| path.is_ident(name))
         || (path.is_ident("cfg_attr") && cfg_attr_is_kept(attribute))
 }
 
@@ -36,7 +38,7 @@ fn cfg_attr_is_kept(attribute: &Attribute) -> bool {
         return false;
     };
     list.iter().skip(1).all(|meta| {
-        ["doc", "serde", "schemars", "validate", "garde"]
+        READ_BY_SCHEMARS
             .iter()
             .any(|name| meta.path().is_ident(name))
     })

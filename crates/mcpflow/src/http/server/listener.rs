@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -26,6 +26,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
+
+use super::table::lock;
 
 /// The limits of the connection layer.
 #[derive(Clone, Copy, Debug)]
@@ -209,10 +211,6 @@ where
         self.watch.stop();
         self.inner.call(request)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Counts a connection as open while it lives.

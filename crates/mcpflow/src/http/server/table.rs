@@ -208,14 +208,13 @@ impl Evictable {
 
     /// The id of the session to evict, if any is idle.
     fn next(&mut self, sessions: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
-        let listed = |s: &Arc<HttpSession>| sessions.get(&s.id).is_some_and(|t| Arc::ptr_eq(t, s));
         let mut busy = Vec::new();
         let mut found = None;
         while let Some(weak) = self.unused.pop_front() {
             let Some(session) = weak.upgrade() else {
                 continue;
             };
-            if session.is_used() || !listed(&session) {
+            if session.is_used() || !is_listed(sessions, &session) {
                 continue;
             }
             if session.is_idle(Duration::ZERO) {
@@ -233,26 +232,40 @@ impl Evictable {
         if found.is_some() {
             return found;
         }
-        for _ in 0..2 {
-            while let Some((weak, seen)) = self.used.pop() {
-                if let Some(session) = weak.upgrade()
-                    && listed(&session)
-                    && session.last_seen() == seen
-                    && session.is_idle(Duration::ZERO)
-                {
-                    return Some(session.id.clone());
-                }
+        if let Some(id) = self.take_scanned(sessions) {
+            return Some(id);
+        }
+        // Oldest last, as `take_scanned` takes from the end.
+        let mut idle: Vec<_> = sessions
+            .values()
+            .filter(|s| s.is_idle(Duration::ZERO))
+            .map(|s| (Arc::downgrade(s), s.last_seen()))
+            .collect();
+        idle.sort_unstable_by_key(|(_, seen)| std::cmp::Reverse(*seen));
+        let keep = idle.len().saturating_sub(SCANNED);
+        self.used = idle.split_off(keep);
+        self.take_scanned(sessions)
+    }
+
+    /// The oldest session kept from the last scan that is still listed, idle and not
+    /// used since.
+    fn take_scanned(&mut self, sessions: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
+        while let Some((weak, seen)) = self.used.pop() {
+            if let Some(session) = weak.upgrade()
+                && is_listed(sessions, &session)
+                && session.last_seen() == seen
+                && session.is_idle(Duration::ZERO)
+            {
+                return Some(session.id.clone());
             }
-            // Oldest last, as `pop` takes from the end.
-            let mut idle: Vec<_> = sessions
-                .values()
-                .filter(|s| s.is_idle(Duration::ZERO))
-                .map(|s| (Arc::downgrade(s), s.last_seen()))
-                .collect();
-            idle.sort_unstable_by_key(|(_, seen)| std::cmp::Reverse(*seen));
-            let keep = idle.len().saturating_sub(SCANNED);
-            self.used = idle.split_off(keep);
         }
         None
     }
+}
+
+/// Whether `session` is the one the table lists under its id (not one already ended).
+fn is_listed(sessions: &HashMap<String, Arc<HttpSession>>, session: &Arc<HttpSession>) -> bool {
+    sessions
+        .get(&session.id)
+        .is_some_and(|listed| Arc::ptr_eq(listed, session))
 }
