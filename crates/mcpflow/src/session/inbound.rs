@@ -24,6 +24,7 @@ use tokio::sync::{Notify, Semaphore, mpsc};
 
 use bytes::Bytes;
 
+use super::batch::BatchAnswers;
 use super::cancel::RequestCancel;
 use super::encode::into_frame;
 use super::writer::{Direct, DirectWrite, Outbound, Sequential};
@@ -108,6 +109,7 @@ impl Inbound {
         service: &Arc<dyn Service>,
         peer: &Peer,
         new: &mut NewRequests,
+        batch: Option<&Arc<BatchAnswers>>,
     ) -> Result<(), Refusal> {
         let (token, admitted) = {
             let mut running = self.running();
@@ -129,6 +131,9 @@ impl Inbound {
             token.cancel();
         }
         let peer = peer.with_related(request.id.clone());
+        if let Some(batch) = batch {
+            batch.expect();
+        }
         new.0.push(NewRequest {
             admitted,
             request,
@@ -136,6 +141,7 @@ impl Inbound {
             token,
             service: service.clone(),
             peer,
+            batch: batch.cloned(),
         });
         Ok(())
     }
@@ -164,6 +170,23 @@ impl Inbound {
                     let _ = answers.send(frame).await;
                 }))
             }
+        }
+    }
+
+    /// Send a request's answer (`None`: it ended unanswered), or, for a request of a
+    /// batch, add it to the batch's array and send that once it is complete.
+    async fn conclude(
+        &self,
+        answer: Option<Outbound>,
+        alone: bool,
+        batch: Option<Arc<BatchAnswers>>,
+    ) {
+        let (frame, alone) = match batch {
+            None => (answer, alone),
+            Some(batch) => (batch.finish(answer), false),
+        };
+        if let Some(wait) = frame.and_then(|frame| self.answer(frame, alone)) {
+            wait.await;
         }
     }
 
@@ -306,6 +329,8 @@ pub(crate) struct NewRequest {
     token: Arc<RequestCancel>,
     service: Arc<dyn Service>,
     peer: Peer,
+    /// The batch it came in, when its answer goes out in the batch's array.
+    batch: Option<Arc<BatchAnswers>>,
 }
 
 impl NewRequest {
@@ -407,6 +432,7 @@ async fn serve(new: NewRequest) {
         token,
         service,
         peer,
+        batch,
     } = new;
     // The slow paths (waiting for a slot, the cancellation grace, a full writer queue)
     // are boxed, so this future stays small: it is allocated per request.
@@ -415,7 +441,7 @@ async fn serve(new: NewRequest) {
     // Cancelled (by the peer or a close) before it started: the handler never runs.
     if token.is_cancelled() {
         inbound.running().remove(&id);
-        return;
+        return inbound.conclude(None, false, batch).await;
     }
     let permit = match inbound.slots.try_acquire() {
         Ok(permit) => permit,
@@ -431,7 +457,7 @@ async fn serve(new: NewRequest) {
                 Some(permit) => permit,
                 None => {
                     inbound.running().remove(&id);
-                    return;
+                    return inbound.conclude(None, false, batch).await;
                 }
             }
         }
@@ -472,7 +498,7 @@ async fn serve(new: NewRequest) {
     // Cancelled by the peer or by close, even if the handler then returned: a
     // cancelled request is not answered.
     let Some(handled) = handled.filter(|_| !token.is_cancelled()) else {
-        return;
+        return inbound.conclude(None, false, batch).await;
     };
     let meta = FrameMeta {
         kind: FrameKind::Response(Some(id.clone())),
@@ -487,7 +513,5 @@ async fn serve(new: NewRequest) {
             into_frame(Message::error(Some(id), error), meta)
         }
     };
-    if let Some(wait) = inbound.answer(frame, alone) {
-        wait.await;
-    }
+    inbound.conclude(Some(frame), alone, batch).await;
 }

@@ -49,6 +49,7 @@ use crate::config::SessionConfig;
 use crate::error::CloseReason;
 use crate::transport::{FrameKind, FrameMeta};
 
+mod batch;
 mod cancel;
 mod context;
 mod deadline;

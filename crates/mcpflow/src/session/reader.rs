@@ -25,6 +25,7 @@ use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::batch::BatchAnswers;
 use super::inbound::{NewRequests, Refusal};
 use super::options::ProgressUpdate;
 use super::pending::{DeferredWakes, Failure};
@@ -47,6 +48,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
     // A panic here (in `Service::observe_notification`, say) ends the connection.
     let _on_panic = super::ShutdownOnPanic::new(&shared, "reader");
     let mut router = Router {
+        whole_batches: reader.answers_batches_whole(),
         shared: shared.clone(),
         service,
         peer,
@@ -126,6 +128,8 @@ fn buffered_frame<R: FrameReader>(
 }
 
 struct Router {
+    /// Whether a batch's answers go out as one array (see [`BatchAnswers`]).
+    whole_batches: bool,
     shared: Arc<Shared>,
     service: Arc<dyn Service>,
     peer: Peer,
@@ -177,15 +181,25 @@ impl Router {
 
     fn decode_and_route(&mut self, frame: &Bytes, replies: &mut Replies) {
         match decode(frame) {
-            Decoded::Single(Ok(message)) => self.route(frame, message, replies),
+            Decoded::Single(Ok(message)) => self.route(frame, message, replies, None),
             Decoded::Single(Err(e)) => self.reject(&e, replies),
             Decoded::Batch(items) => {
                 if self.shared.accept_batches.load(Ordering::Relaxed) {
+                    let batch = BatchAnswers::new();
+                    let mut own = Vec::new();
+                    let answers = if self.whole_batches {
+                        &mut own
+                    } else {
+                        &mut *replies
+                    };
                     for item in items {
                         match item {
-                            Ok(message) => self.route(frame, message, replies),
-                            Err(e) => self.reject(&e, replies),
+                            Ok(message) => self.route(frame, message, answers, Some(&batch)),
+                            Err(e) => self.reject(&e, answers),
                         }
+                    }
+                    if self.whole_batches {
+                        replies.extend(batch.seal(own));
                     }
                 } else {
                     self.reply_error(
@@ -201,8 +215,14 @@ impl Router {
         }
     }
 
-    /// Route one message decoded from `frame`.
-    fn route(&mut self, frame: &Bytes, message: MessageRef<'_>, replies: &mut Replies) {
+    /// Route one message decoded from `frame`; `batch` when it came in one.
+    fn route(
+        &mut self,
+        frame: &Bytes,
+        message: MessageRef<'_>,
+        replies: &mut Replies,
+        batch: Option<&Arc<BatchAnswers>>,
+    ) {
         match message {
             MessageRef::Response { id, result } => {
                 // The caller decodes the result from the frame itself: never copied.
@@ -242,6 +262,16 @@ impl Router {
                     ));
                 }
             }
+            MessageRef::Request { id, method, .. } if batch.is_some() && method == "initialize" => {
+                self.reply_error(
+                    replies,
+                    Some(id),
+                    ErrorObject::new(
+                        ErrorCode::INVALID_REQUEST,
+                        "invalid request: `initialize` must not be part of a JSON-RPC batch",
+                    ),
+                );
+            }
             MessageRef::Request { id, method, params } => {
                 let request = Request {
                     id,
@@ -255,6 +285,7 @@ impl Router {
                     &self.service,
                     &self.peer,
                     &mut self.new_requests,
+                    batch.filter(|_| self.whole_batches),
                 );
                 if let Err(refusal) = admitted {
                     if matches!(refusal, Refusal::Busy(_)) {

@@ -183,6 +183,13 @@ pub trait FrameReader: Send + 'static {
     fn read_frame(
         &mut self,
     ) -> impl Future<Output = Result<Option<InboundFrame>, TransportError>> + Send;
+
+    /// Whether the answers to a JSON-RPC batch the peer sent go back as one array frame,
+    /// as JSON-RPC asks (the default). A transport that routes each response by its
+    /// request id and builds the array itself (streamable HTTP) answers `false`.
+    fn answers_batches_whole(&self) -> bool {
+        true
+    }
 }
 
 /// The sending half of a transport. Only [`write_frame`](Self::write_frame),

@@ -380,6 +380,11 @@ impl fmt::Debug for HttpClientReader {
 }
 
 impl FrameReader for HttpClientReader {
+    /// Answers to a server's batch are POSTed one by one, each routed by its id.
+    fn answers_batches_whole(&self) -> bool {
+        false
+    }
+
     async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
         if self.ended {
             return Ok(None);

@@ -431,6 +431,12 @@ impl FrameReader for SessionReader {
     async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
         Ok(self.inbound.recv().await)
     }
+
+    /// Each response goes to the stream of the POST that carried its request, which
+    /// writes a batch's array itself.
+    fn answers_batches_whole(&self) -> bool {
+        false
+    }
 }
 
 /// Routes each outbound frame to its stream.
