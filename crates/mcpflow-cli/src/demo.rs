@@ -154,7 +154,7 @@ pub async fn run() -> Result<(), DemoError> {
     let client = bounded(
         "connect",
         Client::builder("mcpflow-demo-client", env!("CARGO_PKG_VERSION"))
-            .on_sampling(move |params, client| {
+            .on_sampling(move |params, cx| {
                 let seen = sampling_seen.clone();
                 async move {
                     let question = params
@@ -164,7 +164,7 @@ pub async fn run() -> Result<(), DemoError> {
                         .unwrap_or("")
                         .to_owned();
                     // Re-entrant: a request to the server from inside a server request.
-                    let tools = client.tools().await.map(|t| t.len()).unwrap_or(0);
+                    let tools = cx.client().tools().await.map(|t| t.len()).unwrap_or(0);
                     seen.lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .push(format!(

@@ -251,6 +251,74 @@ impl ElicitationCompleteNotificationParams {
     }
 }
 
+/// `data` of the URL-elicitation-required error (`-32042`, 2025-11-25): what the
+/// user must complete, out of band, before the request can succeed.
+///
+/// ```
+/// use mcpflow_protocol::elicitation::{ElicitUrlParams, UrlElicitationRequired};
+///
+/// let required = UrlElicitationRequired::new(vec![ElicitUrlParams {
+///     message: "Authorize access to your calendar".into(),
+///     url: "https://example.com/connect?id=el-1".into(),
+///     elicitation_id: Some("el-1".into()),
+///     ..Default::default()
+/// }]);
+/// let error = required.to_error("This request requires more information.");
+/// assert_eq!(error.code.0, -32042);
+/// assert_eq!(UrlElicitationRequired::from_error(&error), Some(required));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UrlElicitationRequired {
+    /// The URL elicitations, each with its `elicitationId`.
+    pub elicitations: Vec<ElicitUrlParams>,
+}
+
+/// The wire form: each elicitation carries `"mode": "url"`.
+#[derive(Serialize, Deserialize)]
+struct RequiredData {
+    elicitations: Vec<ElicitRequestParams>,
+}
+
+impl UrlElicitationRequired {
+    /// The data for these elicitations.
+    pub fn new(elicitations: Vec<ElicitUrlParams>) -> Self {
+        UrlElicitationRequired { elicitations }
+    }
+
+    /// The JSON-RPC error carrying this data.
+    pub fn to_error(&self, message: impl Into<String>) -> crate::ErrorObject {
+        let data = RequiredData {
+            elicitations: self
+                .elicitations
+                .iter()
+                .cloned()
+                .map(ElicitRequestParams::Url)
+                .collect(),
+        };
+        crate::ErrorObject::new(crate::ErrorCode::URL_ELICITATION_REQUIRED, message)
+            .with_data(serde_json::to_value(data).unwrap_or(Value::Null))
+    }
+
+    /// The data of a `-32042` error; `None` for another code or data that does not
+    /// decode (form-mode entries are skipped: the error carries URL elicitations only).
+    pub fn from_error(error: &crate::ErrorObject) -> Option<Self> {
+        if error.code != crate::ErrorCode::URL_ELICITATION_REQUIRED {
+            return None;
+        }
+        let data = RequiredData::deserialize(error.data.as_ref()?).ok()?;
+        Some(UrlElicitationRequired {
+            elicitations: data
+                .elicitations
+                .into_iter()
+                .filter_map(|e| match e {
+                    ElicitRequestParams::Url(u) => Some(u),
+                    ElicitRequestParams::Form(_) => None,
+                })
+                .collect(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

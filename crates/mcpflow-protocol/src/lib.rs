@@ -62,6 +62,7 @@ pub use completion::{CompleteRequestParams, CompleteResult, CompletionReference}
 pub use content::{Annotations, ContentBlock};
 pub use elicitation::{
     ElicitAction, ElicitRequestParams, ElicitResult, ElicitationCompleteNotificationParams,
+    UrlElicitationRequired,
 };
 pub use empty::{EmptyParams, EmptyResult};
 pub use implementation::{Icon, Implementation};

@@ -171,6 +171,29 @@ pub enum SessionError {
         /// What did not fit.
         detail: String,
     },
+    /// A tool's result does not match the `outputSchema` the tool declares: its
+    /// `structuredContent` breaks the schema at `path`, or is missing (`path` is empty).
+    #[error(
+        "tool `{tool}` returned output that does not match its outputSchema{}: {detail}",
+        at_path(path)
+    )]
+    InvalidToolOutput {
+        /// The tool's name.
+        tool: String,
+        /// JSON Pointer into `structuredContent` of the first violation (`""` for the
+        /// whole value).
+        path: String,
+        /// What is wrong there (every violation found, up to five).
+        detail: String,
+    },
+}
+
+fn at_path(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{path}`")
+    }
 }
 
 impl SessionError {
@@ -180,6 +203,13 @@ impl SessionError {
             SessionError::Rejected { error, .. } => Some(error),
             _ => None,
         }
+    }
+
+    /// The URL elicitations the peer requires first, when it answered `-32042`
+    /// (2025-11-25): open each URL for the user, wait for
+    /// `notifications/elicitation/complete`, then retry.
+    pub fn url_elicitation_required(&self) -> Option<mcpflow_protocol::UrlElicitationRequired> {
+        mcpflow_protocol::UrlElicitationRequired::from_error(self.rejection()?)
     }
 
     /// Whether the connection has ended (no further request can succeed).

@@ -53,13 +53,13 @@ async fn client_survives_a_misbehaving_server() {
         peer.recv_until(|m| m["method"] == "notifications/initialized")
             .await;
         // A call: answer twice (a duplicate), plus an unknown id.
-        let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+        let call = peer.recv_tool_call().await;
         let answer = json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[{"type":"text","text":"first"}]}});
         peer.send(json!({"jsonrpc":"2.0","id":424242,"result":{}}))
             .await;
         peer.send(answer.clone()).await;
         peer.send(json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[{"type":"text","text":"second"}]}})).await;
-        let ping = peer.recv_until(|m| m["method"] == "ping").await;
+        let ping = peer.recv_answering_lists(|m| m["method"] == "ping").await;
         peer.send(json!({"jsonrpc":"2.0","id":ping["id"],"result":{}}))
             .await;
         peer
@@ -115,7 +115,7 @@ async fn responses_in_any_layout_complete_their_requests_over(kind: Kind) {
         let mut peer = RawPeer::new(s);
         peer.accept_initialize().await;
         for layout in layouts {
-            let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+            let call = peer.recv_tool_call().await;
             let text = call["params"]["arguments"]["text"].clone();
             let result = json!({"content":[{"type":"text","text":text}],"isError":false});
             let frame = layout
@@ -124,7 +124,7 @@ async fn responses_in_any_layout_complete_their_requests_over(kind: Kind) {
             peer.send_text(&frame).await;
         }
         // Unreadable: a truncated response, then the same id answered properly (late).
-        let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+        let call = peer.recv_tool_call().await;
         let id = call["id"].to_string();
         peer.send_text(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]"#
@@ -214,11 +214,11 @@ async fn a_response_with_a_malformed_result_fails_its_call_at_once() {
             let mut peer = RawPeer::new(s);
             peer.accept_initialize().await;
             for tail in tails {
-                let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+                let call = peer.recv_tool_call().await;
                 let head = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, call["id"]);
                 peer.send_text(&format!("{head}{tail}")).await;
             }
-            let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+            let call = peer.recv_tool_call().await;
             peer.send(json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[{"type":"text","text":"fine"}]}}))
                 .await;
             peer

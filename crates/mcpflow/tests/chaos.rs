@@ -129,8 +129,9 @@ async fn scenario(seed: u64) {
                 }
             }
         })
-        .on_sampling(|_p, client| async move {
-            let n = client
+        .on_sampling(|_p, cx| async move {
+            let n = cx
+                .client()
                 .list_all_tools()
                 .await
                 .map_err(mcpflow::protocol::ErrorObject::internal)?

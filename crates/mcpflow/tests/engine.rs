@@ -394,7 +394,7 @@ async fn late_response_after_timeout_is_ignored_over(kind: Kind) {
     let server = tokio::spawn(async move {
         let mut peer = RawPeer::new(s);
         peer.accept_initialize().await;
-        let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+        let call = peer.recv_tool_call().await;
         let cancel = peer
             .recv_until(|m| m["method"] == "notifications/cancelled")
             .await;
@@ -432,7 +432,7 @@ async fn every_pending_request_fails_at_once_when_the_peer_closes() {
             let mut peer = RawPeer::new(s);
             peer.accept_initialize().await;
             for _ in 0..3 {
-                peer.recv_until(|m| m["method"] == "tools/call").await;
+                peer.recv_tool_call().await;
             }
             drop(peer);
         });
@@ -701,6 +701,8 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
     let client = bounded("connect", Client::builder("t", "1").connect(theirs))
         .await
         .expect("connect");
+    // Listed first (request 2), so the calls are requests 3, 4 and 5.
+    bounded("tools", client.tools()).await.expect("tools");
     for name in ["chatty", "quiet", "logging"] {
         let options = RequestOptions::new().on_progress(|_| {});
         let mut params = CallToolRequestParams::new(name);
@@ -735,14 +737,14 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
             .position(|e| e.ends_with(&format!("response {id}")))
             .unwrap_or_else(|| panic!("request {id} answered: {log:?}"))
     };
-    let (chatty, quiet, logging) = (answered("2"), answered("3"), answered("4"));
+    let (chatty, quiet, logging) = (answered("3"), answered("4"), answered("5"));
     // Through the writer, which keeps it apart: never directly.
-    assert_eq!(log[chatty], "response 2", "{log:?}");
+    assert_eq!(log[chatty], "response 3", "{log:?}");
     assert_eq!(log[chatty - 1], "apart", "{log:?}");
     assert_eq!(log[chatty - 2], "progress", "{log:?}");
     assert_ne!(log[quiet - 1], "apart", "{log:?}");
     assert_eq!(
-        log[quiet], "direct response 3",
+        log[quiet], "direct response 4",
         "a sequential answer: {log:?}"
     );
     // A log is not lost with its response: no wait for it.

@@ -311,7 +311,7 @@ async fn answered<T: Send + 'static>(
 ) -> (T, String) {
     let call = tokio::spawn(call);
     let mut what = format!("{method} answered in {layout}:");
-    let request = bounded(&what, raw.recv_until(|m| m["method"] == method)).await;
+    let request = bounded(&what, raw.recv_answering_lists(|m| m["method"] == method)).await;
     let mut messages = Vec::new();
     if progress {
         let token = &request["params"]["_meta"]["progressToken"];
@@ -327,7 +327,9 @@ async fn answered<T: Send + 'static>(
         bounded(&what, raw.send_text(&frame)).await;
         what.push_str(&format!("\n  {frame}"));
     }
-    let outcome = bounded(&what, call).await.expect("the call's task");
+    let outcome = bounded(&what, raw.answering_lists(call))
+        .await
+        .expect("the call's task");
     (outcome, what)
 }
 

@@ -89,7 +89,7 @@ async fn seed_001_list_changed_reload_during_call(kind: Kind) {
         };
         let first = peer.recv_until(|m| m["method"] == "tools/list").await;
         peer.send(list(&first["id"], &["mutate"])).await;
-        let call = peer.recv_until(|m| m["method"] == "tools/call").await;
+        let call = peer.recv_tool_call().await;
         peer.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
             .await;
         // Withhold the call's result until the client re-lists.
@@ -205,8 +205,9 @@ async fn sampling_during_call_whose_callback_lists_tools(kind: Kind) {
             Ok(CallToolResult::text(format!("model said: {text}")))
         })
         .build();
-    let client = Client::builder("agent", "1").on_sampling(|_params, client| async move {
-        let tools = client
+    let client = Client::builder("agent", "1").on_sampling(|_params, cx| async move {
+        let tools = cx
+            .client()
             .list_all_tools()
             .await
             .map_err(mcpflow::protocol::ErrorObject::internal)?;

@@ -9,14 +9,14 @@ use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, EmptyParams, ErrorObject, HANDSHAKE_VERSIONS, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, LoggingMessageNotificationParams,
-    ProtocolVersion, Root,
+    ElicitResult, ElicitationCompleteNotificationParams, EmptyParams, ErrorObject,
+    HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    LoggingMessageNotificationParams, ProtocolVersion, Root,
 };
 
 use super::output::OutputValidators;
 use super::service::ClientService;
-use super::{Caches, Client, ClientHandle, ClientShared};
+use super::{Caches, Client, ClientContext, ClientHandle, ClientShared};
 use crate::config::SessionConfig;
 use crate::error::SessionError;
 use crate::session::{BoxFuture, RequestOptions, Session};
@@ -26,23 +26,30 @@ use crate::transport::Transport;
 pub type SamplingHandler = Arc<
     dyn Fn(
             CreateMessageRequestParams,
-            ClientHandle,
+            ClientContext,
         ) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
         + Send
         + Sync,
 >;
-/// Answers `elicitation/create` (form and URL modes).
+/// Answers `elicitation/create` (form and URL modes), and sees the URL elicitations of
+/// a `-32042` error.
 pub type ElicitationHandler = Arc<
     dyn Fn(
             ElicitRequestParams,
-            ClientHandle,
+            ClientContext,
         ) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>>
         + Send
         + Sync,
 >;
 /// Answers `roots/list`.
 pub type RootsHandler =
-    Arc<dyn Fn(ClientHandle) -> BoxFuture<'static, Result<Vec<Root>, ErrorObject>> + Send + Sync>;
+    Arc<dyn Fn(ClientContext) -> BoxFuture<'static, Result<Vec<Root>, ErrorObject>> + Send + Sync>;
+/// Receives `notifications/elicitation/complete`, on the notification lane.
+pub type ElicitationCompleteHandler = Arc<
+    dyn Fn(ElicitationCompleteNotificationParams, ClientHandle) -> BoxFuture<'static, ()>
+        + Send
+        + Sync,
+>;
 /// Receives `notifications/message`, on the notification lane.
 pub type LogHandler = Arc<
     dyn Fn(LoggingMessageNotificationParams, ClientHandle) -> BoxFuture<'static, ()> + Send + Sync,
@@ -83,10 +90,12 @@ pub struct ClientBuilder {
 #[derive(Default, Clone)]
 pub(super) struct Handlers {
     pub(super) sampling: Option<SamplingHandler>,
+    pub(super) sampling_tools: bool,
     pub(super) elicitation: Option<ElicitationHandler>,
     pub(super) url_elicitation: bool,
     pub(super) roots: Option<RootsHandler>,
     pub(super) roots_list_changed: bool,
+    pub(super) elicitation_complete: Option<ElicitationCompleteHandler>,
     pub(super) log: Option<LogHandler>,
     pub(super) notification: Option<NotificationHandler>,
 }
@@ -117,6 +126,30 @@ impl ClientBuilder {
         self
     }
 
+    /// The display name sent in `clientInfo.title`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// A description sent in `clientInfo.description`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.info.description = Some(text.into());
+        self
+    }
+
+    /// The home page sent in `clientInfo.websiteUrl`.
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Icons sent in `clientInfo.icons`.
+    pub fn icons(mut self, icons: Vec<mcpflow_protocol::Icon>) -> Self {
+        self.info.icons = Some(icons);
+        self
+    }
+
     /// Limits and timeouts of the connection.
     pub fn session_config(mut self, config: SessionConfig) -> Self {
         self.config = config;
@@ -124,21 +157,44 @@ impl ClientBuilder {
     }
 
     /// Serve `sampling/createMessage` (declares the `sampling` capability). The handler
-    /// may call the server back.
+    /// may call the server back. Requests with `tools` are refused; see
+    /// [`on_sampling_with_tools`](Self::on_sampling_with_tools).
     pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(CreateMessageRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        F: Fn(CreateMessageRequestParams, ClientContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
     {
         self.handlers.sampling = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self.handlers.sampling_tools = false;
         self
+    }
+
+    /// Serve `sampling/createMessage` with tools (declares `sampling` with `tools`,
+    /// 2025-11-25): the handler gets the request's `tools` and `tool_choice`, and may
+    /// answer with [`ContentBlock::ToolUse`](mcpflow_protocol::ContentBlock::ToolUse)
+    /// blocks and the stop reason `toolUse`; the server runs the tools and asks again
+    /// with their results.
+    pub fn on_sampling_with_tools<F, Fut>(self, handler: F) -> Self
+    where
+        F: Fn(CreateMessageRequestParams, ClientContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+    {
+        let mut builder = self.on_sampling(handler);
+        builder.handlers.sampling_tools = true;
+        builder
     }
 
     /// Serve `elicitation/create` in form mode, and in URL mode too when `url_mode`
     /// (declares the `elicitation` capability with those modes).
+    ///
+    /// With `url_mode`, a request that fails with `-32042` (URL elicitation required)
+    /// hands each of the error's URL elicitations to `handler` too, before the error
+    /// returns to the caller ([`SessionError::url_elicitation_required`] reads it); the
+    /// caller retries once [`on_elicitation_complete`](Self::on_elicitation_complete)
+    /// reports them done.
     pub fn on_elicitation<F, Fut>(mut self, url_mode: bool, handler: F) -> Self
     where
-        F: Fn(ElicitRequestParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        F: Fn(ElicitRequestParams, ClientContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
     {
         self.handlers.elicitation = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
@@ -150,7 +206,7 @@ impl ClientBuilder {
     /// changes with [`ClientHandle::notify_roots_list_changed`]).
     pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(ClientHandle) -> Fut + Send + Sync + 'static,
+        F: Fn(ClientContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
     {
         self.handlers.roots = Some(Arc::new(move |c| Box::pin(handler(c))));
@@ -165,6 +221,17 @@ impl ClientBuilder {
             let roots = roots.clone();
             async move { Ok(roots.as_ref().clone()) }
         })
+    }
+
+    /// Receive `notifications/elicitation/complete` (a URL elicitation finished) on the
+    /// notification lane.
+    pub fn on_elicitation_complete<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ElicitationCompleteNotificationParams, ClientHandle) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.handlers.elicitation_complete = Some(Arc::new(move |p, c| Box::pin(handler(p, c))));
+        self
     }
 
     /// Receive log messages (`notifications/message`) on the notification lane. The
@@ -194,6 +261,11 @@ impl ClientBuilder {
         let mut caps = ClientCapabilities::default();
         if self.handlers.sampling.is_some() {
             caps = caps.with_sampling();
+            if self.handlers.sampling_tools
+                && let Some(sampling) = caps.sampling.as_mut()
+            {
+                sampling.tools = Some(JsonObject::new());
+            }
         }
         if self.handlers.elicitation.is_some() {
             caps = caps.with_elicitation();

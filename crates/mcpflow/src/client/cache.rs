@@ -116,6 +116,21 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
         }
     }
 
+    /// Start fetching the list in the background if it was never fetched and no fetch
+    /// failed, so that a later [`get`](Self::get) finds it sooner.
+    pub(crate) fn prefetch(self: &Arc<Self>) {
+        let mut state = self.lock();
+        if state.items.is_none() && state.last_error.is_none() {
+            state.wanted = true;
+            self.ensure_refreshing(&mut state);
+        }
+    }
+
+    /// Whether the last fetch failed.
+    pub(crate) fn failed(&self) -> bool {
+        self.lock().last_error.is_some()
+    }
+
     /// The list as last fetched, without fetching.
     pub(crate) fn snapshot(&self) -> Option<Arc<Vec<T>>> {
         self.lock().items.clone()

@@ -30,14 +30,16 @@
 
 mod builder;
 mod cache;
+mod context;
 mod output;
 mod pages;
 mod service;
 
 pub use builder::{
-    ClientBuilder, ConnectError, ElicitationHandler, LogHandler, NotificationHandler, RootsHandler,
-    SamplingHandler,
+    ClientBuilder, ConnectError, ElicitationCompleteHandler, ElicitationHandler, LogHandler,
+    NotificationHandler, RootsHandler, SamplingHandler,
 };
+pub use context::ClientContext;
 
 use std::fmt;
 use std::ops::Deref;
@@ -166,7 +168,33 @@ impl ClientHandle {
         params: &M::Params,
         options: RequestOptions,
     ) -> Result<M::Result, SessionError> {
-        self.peer.request(M::METHOD, params, options).await
+        let answer = self.peer.request(M::METHOD, params, options).await;
+        if let Err(error) = &answer {
+            self.show_url_elicitations(error).await;
+        }
+        answer
+    }
+
+    /// Hand the URL elicitations of a `-32042` error to the elicitation callback, when
+    /// the client declared URL mode: the user sees what to complete before the caller
+    /// sees the error.
+    async fn show_url_elicitations(&self, error: &SessionError) {
+        let Some(handler) = self.shared.handlers.elicitation.as_ref() else {
+            return;
+        };
+        if !self.shared.handlers.url_elicitation {
+            return;
+        }
+        let Some(required) = error.url_elicitation_required() else {
+            return;
+        };
+        for elicitation in required.elicitations {
+            let context = ClientContext::without_request(self.clone());
+            let params = mcpflow_protocol::ElicitRequestParams::Url(elicitation);
+            if let Err(e) = handler(params, context).await {
+                tracing::debug!(error = %e, "the elicitation callback failed on a URL elicitation of a -32042 error");
+            }
+        }
     }
 
     /// `ping`.
@@ -275,8 +303,9 @@ impl ClientHandle {
         params: &CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
+        self.prefetch_tools_for_check();
         let result = self.request::<methods::CallTool>(params, options).await?;
-        self.check_output(&params.name, &result)?;
+        self.check_output(&params.name, &result).await?;
         Ok(result)
     }
 
@@ -318,9 +347,18 @@ impl ClientHandle {
                 detail: format!("no structuredContent, and its text is not JSON: {e}"),
             })?,
         };
-        serde_json::from_value(value).map_err(|e| ToolCallError::UnexpectedOutput {
-            tool: name.to_owned(),
-            detail: format!("a value that does not fit the requested type: {e}"),
+        let wrapped = match &value {
+            serde_json::Value::Object(map) if map.len() == 1 => map.get("result").cloned(),
+            _ => None,
+        };
+        serde_json::from_value(value).or_else(|e| {
+            // A non-object value travels as `{"result": value}`.
+            wrapped
+                .and_then(|inner| serde_json::from_value(inner).ok())
+                .ok_or_else(|| ToolCallError::UnexpectedOutput {
+                    tool: name.to_owned(),
+                    detail: format!("a value that does not fit the requested type: {e}"),
+                })
         })
     }
 

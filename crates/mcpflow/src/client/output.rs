@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{CallToolResult, JsonObject, Tool};
 
 use super::ClientHandle;
@@ -23,18 +22,33 @@ struct OutputValidator {
 }
 
 impl ClientHandle {
-    /// Check `structuredContent` against the tool's `outputSchema`, when the tool list
-    /// has been loaded and declares one. Tool errors are not checked.
-    pub(super) fn check_output(
+    /// Check `structuredContent` against the tool's `outputSchema`, as the tool list
+    /// declares it. When nothing had fetched the list, [`prefetch_tools_for_check`]
+    /// started fetching it with the call, and the check waits for that fetch (bounded
+    /// by its own request timeout, which began with the call). A tool missing from the
+    /// list, or no list (the server declares no tools, or failed to give them), leaves
+    /// the output unchecked. Tool errors are not checked.
+    ///
+    /// [`prefetch_tools_for_check`]: Self::prefetch_tools_for_check
+    pub(super) async fn check_output(
         &self,
         tool: &str,
         result: &CallToolResult,
     ) -> Result<(), SessionError> {
-        if result.is_error() {
+        if result.is_error() || !self.declares_tools() {
             return Ok(());
         }
-        let Some(tools) = self.caches().tools.snapshot() else {
-            return Ok(());
+        let tools = &self.caches().tools;
+        let tools = match tools.snapshot() {
+            Some(tools) => tools,
+            None if tools.failed() => return Ok(()),
+            None => match tools.get().await {
+                Ok(tools) => tools,
+                Err(e) => {
+                    tracing::debug!(%tool, error = %e, "no tool list to check the output against");
+                    return Ok(());
+                }
+            },
         };
         let Some(schema) = tools
             .iter()
@@ -43,33 +57,52 @@ impl ClientHandle {
         else {
             return Ok(());
         };
-        let invalid = |detail: String| SessionError::Codec {
-            method: method::TOOLS_CALL.into(),
-            detail: format!("tool `{tool}`: {detail}"),
-        };
         let Some(structured) = &result.structured_content else {
-            return Err(invalid(
-                "the tool declares an outputSchema but returned no structuredContent".to_owned(),
-            ));
+            return Err(SessionError::InvalidToolOutput {
+                tool: tool.to_owned(),
+                path: String::new(),
+                detail: "the tool declares an outputSchema but returned no structuredContent"
+                    .to_owned(),
+            });
         };
         let validator = self.shared.output_validators.get(tool, &tools, schema);
         let Some(validator) = validator else {
             tracing::warn!(%tool, "the tool's outputSchema does not compile; its output is not checked");
             return Ok(());
         };
-        let errors: Vec<String> = validator
+        let errors: Vec<(String, String)> = validator
             .iter_errors(structured)
             .take(5)
-            .map(|e| format!("{}: {e}", e.instance_path()))
+            .map(|e| (e.instance_path().to_string(), e.to_string()))
             .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(invalid(format!(
-                "structuredContent does not match its outputSchema: {}",
-                errors.join("; ")
-            )))
+        let Some((path, _)) = errors.first() else {
+            return Ok(());
+        };
+        Err(SessionError::InvalidToolOutput {
+            tool: tool.to_owned(),
+            path: path.clone(),
+            detail: errors
+                .iter()
+                .map(|(path, e)| format!("{}: {e}", if path.is_empty() { "/" } else { path }))
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+    }
+}
+
+impl ClientHandle {
+    /// Before a call: start fetching the tool list (single flight; kept fresh by
+    /// `list_changed` from then on) when nothing fetched it yet, so the output check
+    /// finds it without a round trip after the result. Not retried after a failure.
+    pub(super) fn prefetch_tools_for_check(&self) {
+        if self.declares_tools() {
+            self.caches().tools.prefetch();
         }
+    }
+
+    fn declares_tools(&self) -> bool {
+        self.server()
+            .is_some_and(|init| init.capabilities.tools.is_some())
     }
 }
 

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use mcpflow_protocol::jsonrpc::{Notification, Request};
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{
-    CreateMessageRequestParams, ElicitRequestParams, ErrorCode, ErrorObject, JsonObject,
-    ListRootsResult, LoggingMessageNotificationParams,
+    CreateMessageRequestParams, ElicitRequestParams, ElicitationCompleteNotificationParams,
+    ErrorCode, ErrorObject, JsonObject, ListRootsResult, LoggingMessageNotificationParams,
 };
 use serde_json::value::RawValue;
 
-use super::{ClientHandle, ClientShared};
+use super::{ClientContext, ClientHandle, ClientShared};
 use crate::session::{BoxFuture, Peer, Reply, RequestContext, Service};
 
 /// The engine's [`Service`] for a client connection.
@@ -43,7 +43,7 @@ impl Service for ClientService {
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
         let handlers = self.shared.handlers.clone();
-        let handle = self.handle(cx.peer());
+        let context = ClientContext::for_request(self.handle(cx.peer()), cx);
         Box::pin(async move {
             let raw = request.params.as_deref();
             let parse = |raw: Option<&RawValue>| -> Result<serde_json::Value, ErrorObject> {
@@ -58,13 +58,14 @@ impl Service for ClientService {
                     let handler = handlers.sampling.ok_or_else(|| not_supported("sampling"))?;
                     let params: CreateMessageRequestParams =
                         serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
-                    if params.tools.is_some() || params.tool_choice.is_some() {
-                        // This client never declares `sampling.tools`.
+                    if (params.tools.is_some() || params.tool_choice.is_some())
+                        && !handlers.sampling_tools
+                    {
                         return Err(ErrorObject::invalid_params(
                             "sampling with tools was requested but this client did not declare sampling.tools",
                         ));
                     }
-                    encode(&handler(params, handle).await?)
+                    encode(&handler(params, context).await?)
                 }
                 method::ELICITATION_CREATE => {
                     let handler = handlers
@@ -77,11 +78,11 @@ impl Service for ClientService {
                             "URL-mode elicitation was not declared by this client",
                         ));
                     }
-                    encode(&handler(params, handle).await?)
+                    encode(&handler(params, context).await?)
                 }
                 method::ROOTS_LIST => {
                     let handler = handlers.roots.ok_or_else(|| not_supported("roots"))?;
-                    encode(&ListRootsResult::new(handler(handle).await?))
+                    encode(&ListRootsResult::new(handler(context).await?))
                 }
                 other => Err(ErrorObject::method_not_found(other)),
             }
@@ -118,6 +119,18 @@ impl Service for ClientService {
                 {
                     Some(Ok(params)) => log(params, handle.clone()).await,
                     _ => tracing::debug!("ignored a malformed log notification"),
+                }
+            }
+            if notification.method == method::ELICITATION_COMPLETE
+                && let Some(complete) = &handlers.elicitation_complete
+            {
+                match notification
+                    .params
+                    .as_deref()
+                    .map(|p| serde_json::from_str::<ElicitationCompleteNotificationParams>(p.get()))
+                {
+                    Some(Ok(params)) => complete(params, handle.clone()).await,
+                    _ => tracing::debug!("ignored a malformed elicitation/complete notification"),
                 }
             }
             if let Some(on_notification) = &handlers.notification {

@@ -376,6 +376,48 @@ impl RawPeer {
         }
     }
 
+    /// The next `tools/call`, answering each `tools/list` met first with an empty list
+    /// (a client fetches the list alongside its first call, to check the tool's output).
+    pub async fn recv_tool_call(&mut self) -> Value {
+        self.recv_answering_lists(|m| m["method"] == "tools/call")
+            .await
+    }
+
+    /// Like [`recv_until`](Self::recv_until), answering each `tools/list` on the way
+    /// with an empty list.
+    pub async fn recv_answering_lists(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let msg = self.recv().await.expect("stream ended early");
+            if pred(&msg) {
+                return msg;
+            }
+            if msg["method"] == "tools/list" {
+                self.send(
+                    serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}}),
+                )
+                .await;
+            }
+        }
+    }
+
+    /// Run `fut` (a client call) while answering each `tools/list` that arrives meanwhile
+    /// with an empty list; other messages are dropped.
+    pub async fn answering_lists<T>(&mut self, fut: impl Future<Output = T>) -> T {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                msg = self.recv() => {
+                    let Some(msg) = msg else { return fut.await };
+                    if msg["method"] == "tools/list" {
+                        self.send(serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}}))
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+
     /// Initialize as a client (request id 1) and read the server's answer.
     pub async fn initialize(&mut self) -> Value {
         let request = serde_json::json!({

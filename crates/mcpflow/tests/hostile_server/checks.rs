@@ -5,7 +5,8 @@ use super::*;
 /// How a call ended, against the answer it was sent: `Ok` only from a result with the
 /// call's id, and equal to that result read as `T`; `Codec` only for a result that does
 /// not read as `T` (or, with `schema`, for output that may break the tool's
-/// outputSchema, or for a response to the call that does not decode); `Rejected` with
+/// outputSchema, or for a response to the call that does not decode);
+/// `InvalidToolOutput` only with `schema`; `Rejected` with
 /// the error sent, or with the fallback only when the answer is no longer a well-formed
 /// response to the call.
 pub(super) fn check_answer<T: Serialize + DeserializeOwned + std::fmt::Debug>(
@@ -85,6 +86,13 @@ pub(super) fn check_answer_of<T: Serialize + DeserializeOwned + std::fmt::Debug>
                 "a codec error, but the result reads as a {type_name}"
             )),
             None => Err("a codec error, but the answer has no result".to_owned()),
+        },
+        // The tool list the client fetched declares an outputSchema the output breaks.
+        Err(SessionError::InvalidToolOutput { .. }) => match expected {
+            _ if !same_id => Err("an output error from a response with another id".to_owned()),
+            Some(_) if schema => Ok(()),
+            Some(_) => Err("an output error without a tool list to check against".to_owned()),
+            None => Err("an output error, but the answer has no result".to_owned()),
         },
         Err(e) => Err(format!("an unclear error: {e}")),
     }
