@@ -60,6 +60,12 @@ impl ProtocolVersion {
         HANDSHAKE_VERSIONS.contains(self)
     }
 
+    /// Whether this version is `other` or newer. Versions are dates, so they compare as
+    /// text; an unknown version compares by its text too.
+    pub fn at_least(&self, other: &ProtocolVersion) -> bool {
+        self.as_str() >= other.as_str()
+    }
+
     /// Whether JSON-RPC batches are allowed. Only 2025-03-26 has them.
     pub fn supports_batches(&self) -> bool {
         self == &Self::V2025_03_26

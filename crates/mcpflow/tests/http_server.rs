@@ -563,6 +563,19 @@ async fn malformed_requests_get_clear_http_errors_and_the_session_survives() {
             "1999-01-01",
         ),
         (
+            "a version other than the session's",
+            peer.post(&ping)
+                .header("mcp-protocol-version", "2025-06-18"),
+            StatusCode::BAD_REQUEST,
+            "does not match the version this session negotiated in `initialize`, `2025-11-25`",
+        ),
+        (
+            "initialize inside a batch",
+            peer.post(&json!([init.clone()])),
+            StatusCode::BAD_REQUEST,
+            "must not be part of a JSON-RPC batch",
+        ),
+        (
             "batch under 2025-11-25",
             peer.post(&batch),
             StatusCode::BAD_REQUEST,

@@ -161,8 +161,24 @@ const REQUIREMENTS: &[Requirement] = &[
     },
     Requirement {
         id: "S-batch-2025-03-26",
-        text: "under 2025-03-26 implementations MUST support receiving JSON-RPC batches (and only then)",
-        tests: &["server::batches_are_received_under_2025_03_26_only"],
+        text: "under 2025-03-26 implementations MUST support receiving JSON-RPC batches (and only then), answer a batch with one array, and refuse initialize inside one",
+        tests: &[
+            "server::batches_are_received_under_2025_03_26_only",
+            "handshake_era::a_batch_on_a_byte_stream_is_answered_with_one_array",
+            "http_server::malformed_requests_get_clear_http_errors_and_the_session_survives",
+        ],
+    },
+    Requirement {
+        id: "S-init-once",
+        text: "initialize is sent once per connection: a second one is refused and changes nothing",
+        tests: &[
+            "handshake_era::a_second_initialize_on_one_connection_is_refused_and_changes_nothing",
+        ],
+    },
+    Requirement {
+        id: "S-version-fields",
+        text: "a peer is sent only the fields its negotiated version defines (2024-11-05: no completions capability, no progress message, no serverInfo title)",
+        tests: &["handshake_era::a_2024_11_05_peer_gets_only_what_that_version_defines"],
     },
     Requirement {
         id: "S-init-first",
@@ -253,8 +269,11 @@ const REQUIREMENTS: &[Requirement] = &[
     },
     Requirement {
         id: "S-subscribe",
-        text: "resources/updated goes only to clients subscribed to that URI",
-        tests: &["server::resources_templates_and_subscriptions"],
+        text: "resources/updated goes only to clients subscribed to that URI, also when announced from outside any handler",
+        tests: &[
+            "server::resources_templates_and_subscriptions",
+            "handshake_era::a_resource_update_announced_from_outside_reaches_only_its_subscribers",
+        ],
     },
     Requirement {
         id: "S-elicitation-modes",
@@ -266,8 +285,27 @@ const REQUIREMENTS: &[Requirement] = &[
     },
     Requirement {
         id: "S-sampling-tools",
-        text: "a client MUST error on sampling with tools when it did not declare sampling.tools",
-        tests: &["adversarial::client_refuses_what_it_did_not_declare"],
+        text: "a client MUST error on sampling with tools when it did not declare sampling.tools; a server sends tools only to a client that declared it, and one that did runs the tool loop",
+        tests: &[
+            "adversarial::client_refuses_what_it_did_not_declare",
+            "handshake_era::a_client_without_sampling_tools_is_never_sent_tools",
+            "handshake_era::sampling_with_tools_runs_a_tool_loop_over_every_transport",
+        ],
+    },
+    Requirement {
+        id: "S-url-elicitation",
+        text: "a -32042 error carries URL elicitations the client shows before the caller sees the error; notifications/elicitation/complete reaches the client",
+        tests: &[
+            "handshake_era::url_elicitation_required_reaches_the_handler_and_completion_allows_the_retry",
+        ],
+    },
+    Requirement {
+        id: "S-structured-output",
+        text: "a client checks structuredContent against the tool's outputSchema even on a first call; an outputSchema has an object root",
+        tests: &[
+            "handshake_era::structured_output_is_checked_on_a_first_call_without_a_listed_tool",
+            "handshake_era::a_non_object_structured_result_travels_wrapped_and_reads_back_typed",
+        ],
     },
     Requirement {
         id: "S-roots-list-changed",
@@ -330,7 +368,7 @@ const REQUIREMENTS: &[Requirement] = &[
     },
     Requirement {
         id: "S-http-headers",
-        text: "an unsupported MCP-Protocol-Version gets 400; wrong Content-Type, Accept and oversized bodies get 415, 406 and 413",
+        text: "an unsupported MCP-Protocol-Version, or one other than the session's, gets 400; wrong Content-Type, Accept and oversized bodies get 415, 406 and 413",
         tests: &["http_server::malformed_requests_get_clear_http_errors_and_the_session_survives"],
     },
     Requirement {
@@ -398,6 +436,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("http_server", include_str!("http_server.rs")),
     ("http_client", include_str!("http_client.rs")),
     ("http_engine", include_str!("http_engine.rs")),
+    ("handshake_era", include_str!("handshake_era.rs")),
     ("cli", include_str!("../../mcpflow-cli/tests/cli.rs")),
 ];
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorObject, Implementation, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParams, ProtocolVersion,
+    ElicitResult, ElicitationCompleteNotificationParams, ErrorObject, Implementation,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion,
 };
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -99,6 +99,11 @@ impl ServerContext {
         total: Option<f64>,
         message: Option<&str>,
     ) -> Result<(), SessionError> {
+        // Progress `message` is a 2025-03-26 field.
+        let message = message.filter(|_| {
+            self.protocol_version()
+                .is_none_or(|v| v.at_least(&ProtocolVersion::V2025_03_26))
+        });
         self.request.report_progress(progress, total, message).await
     }
 
@@ -112,10 +117,29 @@ impl ServerContext {
         level: LoggingLevel,
         data: impl Into<serde_json::Value>,
     ) -> Result<(), SessionError> {
-        if level < self.connection.log_level() {
+        self.send_log(LoggingMessageNotificationParams::new(level, data))
+            .await
+    }
+
+    /// Like [`log`](Self::log), naming the logger (the component) the message comes from.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn log_from(
+        &self,
+        logger: &str,
+        level: LoggingLevel,
+        data: impl Into<serde_json::Value>,
+    ) -> Result<(), SessionError> {
+        let mut params = LoggingMessageNotificationParams::new(level, data);
+        params.logger = Some(logger.to_owned());
+        self.send_log(params).await
+    }
+
+    async fn send_log(&self, params: LoggingMessageNotificationParams) -> Result<(), SessionError> {
+        if params.level < self.connection.log_level() {
             return Ok(());
         }
-        let params = LoggingMessageNotificationParams::new(level, data);
         self.peer()
             .notify_raw(method::LOGGING_MESSAGE, Some(&params))
             .await
@@ -123,14 +147,26 @@ impl ServerContext {
 
     /// Ask the client's model for a completion (`sampling/createMessage`).
     ///
+    /// With `tools` (or `tool_choice`) set, the model may answer with `tool_use`
+    /// blocks (stop reason `toolUse`); run them and sample again with their
+    /// `tool_result`s. That needs a client that declared `sampling.tools` (2025-11-25).
+    ///
     /// # Errors
-    /// [`SessionError::Rejected`] when the client did not declare sampling or refused.
+    /// [`SessionError::Rejected`] when the client did not declare sampling (or
+    /// `sampling.tools`, for a request with tools) or refused.
     pub async fn create_message(
         &self,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, SessionError> {
-        if self.client_capabilities().sampling.is_none() {
+        let caps = self.client_capabilities();
+        let Some(sampling) = caps.sampling else {
             return Err(undeclared(method::SAMPLING_CREATE_MESSAGE, "sampling"));
+        };
+        if (params.tools.is_some() || params.tool_choice.is_some()) && sampling.tools.is_none() {
+            return Err(undeclared(
+                method::SAMPLING_CREATE_MESSAGE,
+                "sampling with tools (sampling.tools)",
+            ));
         }
         self.peer()
             .request(
@@ -191,6 +227,24 @@ impl ServerContext {
                 method: method::ELICITATION_CREATE.into(),
                 detail: format!("the user's answer does not fit the requested type: {e}"),
             })
+    }
+
+    /// Tell the client that the URL elicitation `elicitation_id` finished
+    /// (`notifications/elicitation/complete`), so it can retry what needed it. May be
+    /// sent from a clone of this context after the request ended (e.g. from the web
+    /// handler that received the user's answer); it travels outside the request.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection has ended.
+    pub async fn notify_elicitation_complete(
+        &self,
+        elicitation_id: &str,
+    ) -> Result<(), SessionError> {
+        let params = ElicitationCompleteNotificationParams::new(elicitation_id);
+        self.peer()
+            .unrelated()
+            .notify_raw(method::ELICITATION_COMPLETE, Some(&params))
+            .await
     }
 
     /// Ask the client for its roots (`roots/list`).

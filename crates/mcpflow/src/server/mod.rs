@@ -22,37 +22,38 @@
 //! an unknown tool or prompt, a bad cursor or missing arguments `-32602`; an unknown
 //! resource `-32002`.
 
+mod announce;
+mod connection;
 mod context;
 mod dispatch;
 mod methods;
 mod registry;
 mod typed;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use mcpflow_protocol::jsonrpc::Notification;
-use mcpflow_protocol::methods::method;
 use mcpflow_protocol::prompts::Prompt;
-use mcpflow_protocol::resources::{Resource, ResourceTemplate, ResourceUpdatedNotificationParams};
+use mcpflow_protocol::resources::{Resource, ResourceTemplate};
 use mcpflow_protocol::{
-    CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult, ErrorObject,
-    GetPromptResult, Implementation, InitializeRequestParams, JsonObject, LoggingLevel,
-    ProtocolVersion, ReadResourceResult, ServerCapabilities, Tool,
+    CallToolResult, CompleteRequestParams, CompleteResult, ErrorObject, GetPromptResult,
+    Implementation, InitializeRequestParams, JsonObject, ReadResourceResult, ServerCapabilities,
+    Tool,
 };
 
+pub(crate) use connection::{Connection, Handshake, LEVELS};
 pub use context::ServerContext;
 pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
 use registry::{CompletionRoute, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
-pub use typed::{NoArguments, Structured, ToolOutput, schema_of};
+pub use typed::{NoArguments, Structured, ToolOutput, output_schema_of, schema_of};
 
 use crate::config::SessionConfig;
-use crate::error::SessionError;
 use crate::session::{BoxFuture, Peer, Session};
 use crate::transport::Transport;
 
@@ -85,7 +86,8 @@ struct ServerInner {
     config: SessionConfig,
     on_initialize: Option<InitializeHook>,
     on_notification: Option<NotificationHook>,
-    peers: Mutex<Vec<Peer>>,
+    /// Every connection served, for what the server announces to all of them.
+    connections: Mutex<Vec<(Peer, Weak<Connection>)>>,
 }
 
 impl fmt::Debug for Server {
@@ -129,6 +131,30 @@ impl ServerBuilder {
     /// Instructions for the client's model, sent in the `initialize` result.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());
+        self
+    }
+
+    /// The display name sent in `serverInfo.title` (2025-06-18 and later).
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// A description sent in `serverInfo.description` (2025-11-25 and later).
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.info.description = Some(text.into());
+        self
+    }
+
+    /// The home page sent in `serverInfo.websiteUrl` (2025-11-25 and later).
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Icons sent in `serverInfo.icons` (2025-11-25 and later).
+    pub fn icons(mut self, icons: Vec<mcpflow_protocol::Icon>) -> Self {
+        self.info.icons = Some(icons);
         self
     }
 
@@ -286,7 +312,7 @@ impl ServerBuilder {
                 config: self.config,
                 on_initialize: self.on_initialize,
                 on_notification: self.on_notification,
-                peers: Mutex::new(Vec::new()),
+                connections: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -317,13 +343,14 @@ impl Server {
             connection: connection.clone(),
         });
         let session = Session::start(transport, service, self.inner.config.clone());
-        let mut peers = self
+        let mut connections = self
             .inner
-            .peers
+            .connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        peers.retain(|p| !p.is_closed());
-        peers.push(session.peer().clone());
+        connections.retain(|(peer, _)| !peer.is_closed());
+        connections.push((session.peer().clone(), Arc::downgrade(&connection)));
+        drop(connections);
         RunningServer {
             session,
             connection,
@@ -382,71 +409,6 @@ impl Server {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
     }
-
-    fn update_registry(&self, change: impl FnOnce(&mut Registry)) {
-        let mut registry = self
-            .inner
-            .registry
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        change(&mut registry);
-    }
-
-    /// Add (or replace) a tool at run time and notify connected clients
-    /// (`notifications/tools/list_changed`).
-    pub async fn add_tool<F, Fut>(&self, tool: Tool, handler: F)
-    where
-        F: Fn(JsonObject, ServerContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
-    {
-        let entry = ToolEntry::new(tool, Arc::new(move |args, cx| Box::pin(handler(args, cx))));
-        self.update_registry(|r| r.upsert_tool(entry));
-        self.broadcast(method::TOOL_LIST_CHANGED).await;
-    }
-
-    /// Remove a tool and notify connected clients. Returns whether it existed.
-    pub async fn remove_tool(&self, name: &str) -> bool {
-        let mut removed = false;
-        self.update_registry(|r| {
-            let before = r.tools.len();
-            r.tools.retain(|t| t.tool.name != name);
-            removed = r.tools.len() != before;
-        });
-        if removed {
-            self.broadcast(method::TOOL_LIST_CHANGED).await;
-        }
-        removed
-    }
-
-    /// Notify every connected client that the tool list changed.
-    pub async fn notify_tool_list_changed(&self) {
-        self.broadcast(method::TOOL_LIST_CHANGED).await;
-    }
-
-    /// Notify every connected client that the prompt list changed.
-    pub async fn notify_prompt_list_changed(&self) {
-        self.broadcast(method::PROMPT_LIST_CHANGED).await;
-    }
-
-    /// Notify every connected client that the resource list changed.
-    pub async fn notify_resource_list_changed(&self) {
-        self.broadcast(method::RESOURCE_LIST_CHANGED).await;
-    }
-
-    async fn broadcast(&self, notification: &str) {
-        let peers: Vec<Peer> = {
-            let mut peers = self
-                .inner
-                .peers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            peers.retain(|p| !p.is_closed());
-            peers.clone()
-        };
-        for peer in peers {
-            let _ = peer.notify_raw::<()>(notification, None).await;
-        }
-    }
 }
 
 /// One served connection. Dropping it aborts the connection; prefer
@@ -479,75 +441,3 @@ impl RunningServer {
         self.session.close().await;
     }
 }
-
-/// Per-connection state learned from the client, with the server it is served by
-/// (so a request's context holds one handle for both).
-#[derive(Debug)]
-pub(crate) struct Connection {
-    pub(crate) server: Server,
-    client_info: OnceLock<Implementation>,
-    client_capabilities: OnceLock<ClientCapabilities>,
-    protocol_version: OnceLock<ProtocolVersion>,
-    log_level: AtomicU8,
-    initialized: AtomicBool,
-    subscriptions: Mutex<HashSet<String>>,
-}
-
-impl Connection {
-    fn new(server: Server) -> Connection {
-        Connection {
-            server,
-            client_info: OnceLock::new(),
-            client_capabilities: OnceLock::new(),
-            protocol_version: OnceLock::new(),
-            log_level: AtomicU8::new(0),
-            initialized: AtomicBool::new(false),
-            subscriptions: Mutex::default(),
-        }
-    }
-
-    pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
-        self.client_capabilities.get().cloned().unwrap_or_default()
-    }
-
-    pub(crate) fn client_info(&self) -> Option<Implementation> {
-        self.client_info.get().cloned()
-    }
-
-    pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.protocol_version.get().cloned()
-    }
-
-    pub(crate) fn log_level(&self) -> LoggingLevel {
-        LEVELS[usize::from(self.log_level.load(Ordering::Relaxed)).min(LEVELS.len() - 1)]
-    }
-
-    pub(crate) async fn notify_resource_updated(
-        &self,
-        peer: &Peer,
-        uri: &str,
-    ) -> Result<(), SessionError> {
-        let subscribed = self
-            .subscriptions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(uri);
-        if !subscribed {
-            return Ok(());
-        }
-        let params = ResourceUpdatedNotificationParams::new(uri);
-        peer.notify_raw(method::RESOURCE_UPDATED, Some(&params))
-            .await
-    }
-}
-
-pub(crate) const LEVELS: [LoggingLevel; 8] = [
-    LoggingLevel::Debug,
-    LoggingLevel::Info,
-    LoggingLevel::Notice,
-    LoggingLevel::Warning,
-    LoggingLevel::Error,
-    LoggingLevel::Critical,
-    LoggingLevel::Alert,
-    LoggingLevel::Emergency,
-];

@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use mcpflow_protocol::elicitation::ElicitUrlParams;
 use mcpflow_protocol::prompts::Prompt;
 use mcpflow_protocol::resources::{Resource, ResourceTemplate};
 use mcpflow_protocol::{
     CallToolResult, CompleteRequestParams, CompleteResult, ErrorObject, GetPromptResult,
-    JsonObject, ReadResourceResult, Tool,
+    JsonObject, ReadResourceResult, Tool, UrlElicitationRequired,
 };
 
 use super::context::ServerContext;
@@ -37,6 +38,17 @@ impl ToolError {
     /// `-32602` invalid params.
     pub fn invalid_params(reason: impl std::fmt::Display) -> Self {
         ToolError::Protocol(ErrorObject::invalid_params(reason))
+    }
+
+    /// `-32042`: the call can succeed only after the user completes these URL
+    /// elicitations (2025-11-25). Send it only to a client that declared URL-mode
+    /// elicitation ([`ClientCapabilities::supports_url_elicitation`](mcpflow_protocol::ClientCapabilities::supports_url_elicitation));
+    /// announce each completion with [`ServerContext::notify_elicitation_complete`].
+    pub fn url_elicitation_required(elicitations: Vec<ElicitUrlParams>) -> Self {
+        ToolError::Protocol(
+            UrlElicitationRequired::new(elicitations)
+                .to_error("this request needs the user to complete an action in the browser first"),
+        )
     }
 }
 

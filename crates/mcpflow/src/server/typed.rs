@@ -33,9 +33,11 @@
 //! # drop(server);
 //! ```
 
+use std::any::TypeId;
+use std::collections::HashMap;
 use std::fmt::Display;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
 use mcpflow_protocol::{CallToolResult, ContentBlock, JsonObject, Tool};
 use schemars::JsonSchema;
@@ -110,17 +112,26 @@ impl ToolOutput for serde_json::Value {
 
 /// A structured result: sent as `structuredContent` (and, for older clients, as JSON
 /// text), with the `outputSchema` generated from `T`.
+///
+/// MCP asks for an object there, so a `T` whose schema is not an object (a number, a
+/// list, an enum) is sent as `{"result": value}` and declared as such: the convention
+/// the official Python SDK follows too.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Structured<T>(pub T);
 
 impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
     fn output_schema() -> Option<JsonObject> {
-        Some(schema_of::<T>())
+        Some(output_schema_of::<T>())
     }
 
     fn into_call_result(self) -> CallToolResult {
         match serde_json::to_value(&self.0) {
             Ok(value) => {
+                let value = if has_object_root::<T>() {
+                    value
+                } else {
+                    serde_json::json!({ "result": value })
+                };
                 let mut result = CallToolResult::text(value.to_string());
                 result.structured_content = Some(value);
                 result
@@ -128,6 +139,62 @@ impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
             Err(e) => CallToolResult::error(format!("the tool's result does not serialize: {e}")),
         }
     }
+}
+
+/// Whether `T`'s schema describes an object, computed once per type.
+fn has_object_root<T: JsonSchema + 'static>() -> bool {
+    static ROOTS: LazyLock<RwLock<HashMap<TypeId, bool>>> = LazyLock::new(RwLock::default);
+    let id = TypeId::of::<T>();
+    if let Some(known) = ROOTS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+    {
+        return *known;
+    }
+    let object = is_object_schema(&raw_schema::<T>());
+    ROOTS
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id, object);
+    object
+}
+
+fn raw_schema<T: JsonSchema>() -> JsonObject {
+    match serde_json::to_value(schemars::schema_for!(T)) {
+        Ok(serde_json::Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+fn is_object_schema(schema: &JsonObject) -> bool {
+    schema.get("type").and_then(|t| t.as_str()) == Some("object")
+}
+
+/// The `outputSchema` of a [`Structured<T>`]: `T`'s schema when it describes an
+/// object, else an object with `T`'s schema as its one required property `result`.
+pub fn output_schema_of<T: JsonSchema>() -> JsonObject {
+    let mut schema = raw_schema::<T>();
+    if is_object_schema(&schema) {
+        schema
+            .entry("properties")
+            .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+        return schema;
+    }
+    let mut wrapper = JsonObject::new();
+    // Definitions stay at the root, where the `$ref`s inside point.
+    for key in ["$schema", "$defs"] {
+        if let Some(value) = schema.remove(key) {
+            wrapper.insert(key.to_owned(), value);
+        }
+    }
+    wrapper.insert("type".to_owned(), "object".into());
+    wrapper.insert(
+        "properties".to_owned(),
+        serde_json::json!({ "result": schema }),
+    );
+    wrapper.insert("required".to_owned(), serde_json::json!(["result"]));
+    wrapper
 }
 
 /// The JSON Schema (2020-12) of `T`, as an object.

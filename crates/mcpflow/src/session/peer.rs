@@ -52,6 +52,14 @@ impl Peer {
         }
     }
 
+    /// The same connection, for messages that belong to no request of the peer's.
+    pub(crate) fn unrelated(&self) -> Peer {
+        Peer {
+            shared: self.shared.clone(),
+            related: None,
+        }
+    }
+
     /// Send a request and wait for its result.
     ///
     /// # Errors

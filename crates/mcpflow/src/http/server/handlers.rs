@@ -8,7 +8,9 @@ use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, MessageRef, decode};
-use mcpflow_protocol::{ErrorCode, ErrorObject, Message, ProtocolVersion, RequestId};
+use mcpflow_protocol::{
+    ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Message, ProtocolVersion, RequestId,
+};
 
 use super::body::read_body;
 use super::events::{EventReceiver, sse_body};
@@ -132,11 +134,38 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
         let version = ProtocolVersion::from(version.to_owned());
         if !version.is_known() {
             return Err(bad_request(format!(
-                "unsupported MCP-Protocol-Version `{version}`; supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"
+                "unsupported MCP-Protocol-Version `{version}`; supported: {}",
+                known_versions()
             )));
         }
     }
     Ok(())
+}
+
+fn known_versions() -> String {
+    let mut known: Vec<&str> = HANDSHAKE_VERSIONS
+        .iter()
+        .map(ProtocolVersion::as_str)
+        .collect();
+    known.insert(0, ProtocolVersion::V2026_07_28.as_str());
+    known.join(", ")
+}
+
+/// A request in a session must carry the version that session negotiated, when it
+/// names one (clients before 2025-06-18 send no header).
+fn check_session_version(session: &HttpSession, headers: &HeaderMap) -> Result<(), Refusal> {
+    let (Some(sent), Some(negotiated)) =
+        (header(headers, PROTOCOL_VERSION_HEADER), session.version())
+    else {
+        return Ok(());
+    };
+    if sent == negotiated.as_str() {
+        return Ok(());
+    }
+    Err(bad_request(format!(
+        "MCP-Protocol-Version `{sent}` does not match the version this session negotiated in `initialize`, `{negotiated}`; send `{negotiated}` (versions this server knows: {})",
+        known_versions()
+    )))
 }
 
 /// The session a request names: 400 without one, 404 when unknown or terminated.
@@ -148,6 +177,7 @@ fn find_session(state: &AppState, headers: &HeaderMap) -> Result<Arc<HttpSession
     };
     match state.session(id) {
         Some(session) => {
+            check_session_version(&session, headers)?;
             session.touch();
             Ok(session)
         }

@@ -1,11 +1,12 @@
 //! `initialize`, the handshake, and `ping`.
 
 use mcpflow_protocol::{
-    EmptyResult, ErrorObject, InitializeRequestParams, InitializeResult, ProtocolVersion,
+    EmptyResult, ErrorCode, ErrorObject, Implementation, InitializeRequestParams, InitializeResult,
+    ProtocolVersion,
 };
 
 use super::{Params, required, result};
-use crate::server::ServerContext;
+use crate::server::{Handshake, ServerContext};
 use crate::session::Reply;
 
 /// Negotiate the version and record what the client said about itself, then let the
@@ -13,18 +14,29 @@ use crate::session::Reply;
 pub(crate) async fn initialize(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
     let params: InitializeRequestParams = required(&params)?;
     let version = ProtocolVersion::negotiate(params.protocol_version.as_str());
+    let handshake = Handshake {
+        version: version.clone(),
+        client_info: params.client_info.clone(),
+        capabilities: params.capabilities.clone(),
+    };
+    if !cx.connection().record_handshake(handshake) {
+        return Err(ErrorObject::new(
+            ErrorCode::INVALID_REQUEST,
+            "invalid request: this connection is already initialized; `initialize` is sent once per connection",
+        ));
+    }
     cx.peer().set_accept_batches(version.supports_batches());
-    let connection = cx.connection();
-    let _ = connection.protocol_version.set(version.clone());
-    let _ = connection.client_info.set(params.client_info.clone());
-    let _ = connection
-        .client_capabilities
-        .set(params.capabilities.clone());
     let server = cx.server().clone();
     if let Some(hook) = server.inner.on_initialize.clone() {
         hook(params, cx).await?;
     }
-    let mut init = InitializeResult::new(version, server.capabilities(), server.inner.info.clone());
+    let mut capabilities = server.capabilities();
+    if !version.at_least(&ProtocolVersion::V2025_03_26) {
+        // `completions` is a 2025-03-26 capability.
+        capabilities.completions = None;
+    }
+    let info = info_for(&server.inner.info, &version);
+    let mut init = InitializeResult::new(version, capabilities, info);
     init.instructions = server.inner.instructions.clone();
     result(&init)
 }
@@ -32,4 +44,19 @@ pub(crate) async fn initialize(params: Params, cx: ServerContext) -> Result<Repl
 /// Answer `ping` with an empty result.
 pub(crate) async fn ping(_params: Params, _cx: ServerContext) -> Result<Reply, ErrorObject> {
     result(&EmptyResult::default())
+}
+
+/// `info` without the fields `version` does not define: `title` is 2025-06-18,
+/// `description`, `icons` and `websiteUrl` are 2025-11-25.
+fn info_for(info: &Implementation, version: &ProtocolVersion) -> Implementation {
+    let mut info = info.clone();
+    if !version.at_least(&ProtocolVersion::V2025_06_18) {
+        info.title = None;
+    }
+    if !version.at_least(&ProtocolVersion::V2025_11_25) {
+        info.description = None;
+        info.icons = None;
+        info.website_url = None;
+    }
+    info
 }

@@ -1,0 +1,164 @@
+//! What a running server changes and announces: tools, resources and prompts added or
+//! removed at run time, and the notifications that reach every connection (or, for a
+//! resource update, those subscribed to it), sent from anywhere.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, PoisonError, Weak};
+
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::prompts::Prompt;
+use mcpflow_protocol::resources::Resource;
+use mcpflow_protocol::{
+    CallToolResult, ErrorObject, GetPromptResult, JsonObject, ReadResourceResult, Tool,
+};
+
+use super::connection::Connection;
+use super::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry};
+use super::{Server, ServerContext, ToolError};
+use crate::session::Peer;
+
+impl Server {
+    fn update_registry(&self, change: impl FnOnce(&mut Registry)) {
+        let mut registry = self
+            .inner
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        change(&mut registry);
+    }
+
+    /// Add (or replace) a tool at run time and notify connected clients
+    /// (`notifications/tools/list_changed`).
+    pub async fn add_tool<F, Fut>(&self, tool: Tool, handler: F)
+    where
+        F: Fn(JsonObject, ServerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let entry = ToolEntry::new(tool, Arc::new(move |args, cx| Box::pin(handler(args, cx))));
+        self.update_registry(|r| r.upsert_tool(entry));
+        self.broadcast(method::TOOL_LIST_CHANGED).await;
+    }
+
+    /// Remove a tool and notify connected clients. Returns whether it existed.
+    pub async fn remove_tool(&self, name: &str) -> bool {
+        let mut removed = false;
+        self.update_registry(|r| {
+            let before = r.tools.len();
+            r.tools.retain(|t| t.tool.name != name);
+            removed = r.tools.len() != before;
+        });
+        if removed {
+            self.broadcast(method::TOOL_LIST_CHANGED).await;
+        }
+        removed
+    }
+
+    /// Add (or replace, by URI) a resource at run time and notify connected clients
+    /// (`notifications/resources/list_changed`). A server built without resources
+    /// declares the `resources` capability only to clients that connect afterwards.
+    pub async fn add_resource<F, Fut>(&self, resource: Resource, handler: F)
+    where
+        F: Fn(String, ServerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        let entry = ResourceEntry {
+            resource,
+            handler: Arc::new(move |uri, _vars, cx| Box::pin(handler(uri, cx))),
+        };
+        self.update_registry(|r| {
+            r.resources.retain(|e| e.resource.uri != entry.resource.uri);
+            r.resources.push(entry);
+        });
+        self.broadcast(method::RESOURCE_LIST_CHANGED).await;
+    }
+
+    /// Remove a resource by URI and notify connected clients. Returns whether it existed.
+    pub async fn remove_resource(&self, uri: &str) -> bool {
+        let mut removed = false;
+        self.update_registry(|r| {
+            let before = r.resources.len();
+            r.resources.retain(|e| e.resource.uri != uri);
+            removed = r.resources.len() != before;
+        });
+        if removed {
+            self.broadcast(method::RESOURCE_LIST_CHANGED).await;
+        }
+        removed
+    }
+
+    /// Add (or replace, by name) a prompt at run time and notify connected clients
+    /// (`notifications/prompts/list_changed`).
+    pub async fn add_prompt<F, Fut>(&self, prompt: Prompt, handler: F)
+    where
+        F: Fn(BTreeMap<String, String>, ServerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
+    {
+        let entry = PromptEntry {
+            prompt,
+            handler: Arc::new(move |args, cx| Box::pin(handler(args, cx))),
+        };
+        self.update_registry(|r| {
+            r.prompts.retain(|e| e.prompt.name != entry.prompt.name);
+            r.prompts.push(entry);
+        });
+        self.broadcast(method::PROMPT_LIST_CHANGED).await;
+    }
+
+    /// Remove a prompt by name and notify connected clients. Returns whether it existed.
+    pub async fn remove_prompt(&self, name: &str) -> bool {
+        let mut removed = false;
+        self.update_registry(|r| {
+            let before = r.prompts.len();
+            r.prompts.retain(|e| e.prompt.name != name);
+            removed = r.prompts.len() != before;
+        });
+        if removed {
+            self.broadcast(method::PROMPT_LIST_CHANGED).await;
+        }
+        removed
+    }
+
+    /// Notify every connected client that the tool list changed.
+    pub async fn notify_tool_list_changed(&self) {
+        self.broadcast(method::TOOL_LIST_CHANGED).await;
+    }
+
+    /// Notify every connected client that the prompt list changed.
+    pub async fn notify_prompt_list_changed(&self) {
+        self.broadcast(method::PROMPT_LIST_CHANGED).await;
+    }
+
+    /// Notify every connected client that the resource list changed.
+    pub async fn notify_resource_list_changed(&self) {
+        self.broadcast(method::RESOURCE_LIST_CHANGED).await;
+    }
+
+    /// Tell every client subscribed to `uri` that the resource changed
+    /// (`notifications/resources/updated`), from anywhere: a file watcher, another
+    /// task. Clients that did not subscribe to `uri` are not told.
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        for (peer, connection) in self.connections() {
+            if let Some(connection) = connection.upgrade() {
+                let _ = connection.notify_resource_updated(&peer, uri).await;
+            }
+        }
+    }
+
+    /// The connections still open.
+    fn connections(&self) -> Vec<(Peer, Weak<Connection>)> {
+        let mut connections = self
+            .inner
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        connections.retain(|(peer, _)| !peer.is_closed());
+        connections.clone()
+    }
+
+    async fn broadcast(&self, notification: &str) {
+        for (peer, _) in self.connections() {
+            let _ = peer.notify_raw::<()>(notification, None).await;
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! One served connection's state: what its `initialize` settled, its log level and
+//! its resource subscriptions.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::resources::ResourceUpdatedNotificationParams;
+use mcpflow_protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
+
+use super::Server;
+use crate::error::SessionError;
+use crate::session::Peer;
+
+/// Per-connection state learned from the client, with the server it is served by
+/// (so a request's context holds one handle for both).
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub(crate) server: Server,
+    /// Set once, by the first `initialize`; a second one is refused, so the version
+    /// and what the client declared can never disagree.
+    handshake: OnceLock<Handshake>,
+    pub(super) log_level: AtomicU8,
+    pub(super) initialized: AtomicBool,
+    pub(super) subscriptions: Mutex<HashSet<String>>,
+}
+
+impl Connection {
+    pub(super) fn new(server: Server) -> Connection {
+        Connection {
+            server,
+            handshake: OnceLock::new(),
+            log_level: AtomicU8::new(0),
+            initialized: AtomicBool::new(false),
+            subscriptions: Mutex::default(),
+        }
+    }
+
+    /// Record the handshake; `false` when the connection already had one.
+    pub(crate) fn record_handshake(&self, handshake: Handshake) -> bool {
+        self.handshake.set(handshake).is_ok()
+    }
+
+    pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
+        self.handshake
+            .get()
+            .map(|h| h.capabilities.clone())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn client_info(&self) -> Option<Implementation> {
+        self.handshake.get().map(|h| h.client_info.clone())
+    }
+
+    pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.handshake.get().map(|h| h.version.clone())
+    }
+
+    pub(crate) fn log_level(&self) -> LoggingLevel {
+        LEVELS[usize::from(self.log_level.load(Ordering::Relaxed)).min(LEVELS.len() - 1)]
+    }
+
+    pub(crate) async fn notify_resource_updated(
+        &self,
+        peer: &Peer,
+        uri: &str,
+    ) -> Result<(), SessionError> {
+        let subscribed = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(uri);
+        if !subscribed {
+            return Ok(());
+        }
+        let params = ResourceUpdatedNotificationParams::new(uri);
+        peer.notify_raw(method::RESOURCE_UPDATED, Some(&params))
+            .await
+    }
+}
+
+/// What one connection's `initialize` settled.
+#[derive(Debug)]
+pub(crate) struct Handshake {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) client_info: Implementation,
+    pub(crate) capabilities: ClientCapabilities,
+}
+
+pub(crate) const LEVELS: [LoggingLevel; 8] = [
+    LoggingLevel::Debug,
+    LoggingLevel::Info,
+    LoggingLevel::Notice,
+    LoggingLevel::Warning,
+    LoggingLevel::Error,
+    LoggingLevel::Critical,
+    LoggingLevel::Alert,
+    LoggingLevel::Emergency,
+];
