@@ -2,6 +2,7 @@
 
 usage: judge.py peer-client OUTPUT_FILE SAMPLING_TEXT CHECK_CHANGE(0|1)
        judge.py mcpflow-client DIR SAMPLING_TEXT
+       judge.py features OUTPUT_FILE   (interop/peers/features.py against the everything server)
 Prints `PASS detail` or `FAIL detail` (one line).
 """
 
@@ -128,10 +129,60 @@ def mcpflow_client(d, sampling_text):
     return (not problems), "; ".join(problems or info)
 
 
+def features(path):
+    """2025-11-25 features: sampling with tools, URL elicitation required, a wrapped list."""
+    raw = Path(path).read_text(errors="replace")
+    out = last_json_line(raw)
+    if out is None:
+        tail = " | ".join(raw.strip().splitlines()[-3:])[:300]
+        return False, f"no JSON output ({tail or 'empty'})"
+    if not out.get("ok"):
+        return False, f"client error: {out.get('error')}"
+    calls = {c["tool"]: c for c in out.get("calls", [])}
+    problems, info = [], [f"protocol {out.get('protocolVersion')}"]
+
+    sampled = calls.get("sample_with_tools", {})
+    offered = [[t.get("name") for t in s.get("tools", [])] for s in out.get("sampling", [])]
+    choice = [(s.get("toolChoice") or {}).get("mode") for s in out.get("sampling", [])]
+    text = " ".join(b.get("text", "") for b in sampled.get("result", {}).get("content", []))
+    if offered == [["get_weather"]] and choice == ["auto"] and "called get_weather" in text:
+        info.append("sampling with tools ok")
+    else:
+        problems.append(f"sample_with_tools: offered {offered}, toolChoice {choice}, result {sampled}")
+
+    error = calls.get("needs_authorization", {}).get("error") or {}
+    elicitations = (error.get("data") or {}).get("elicitations") or []
+    completed = [(n.get("params") or {}).get("elicitationId") for n in out.get("completed", [])]
+    if (
+        error.get("code") == -32042
+        and [e.get("elicitationId") for e in elicitations] == ["authorize-1"]
+        and all(e.get("mode") == "url" and e.get("url", "").startswith("https://") for e in elicitations)
+        and completed == ["authorize-1"]
+    ):
+        info.append("URL elicitation -32042 + complete ok")
+    else:
+        problems.append(f"needs_authorization: error {error}, completed {completed}")
+
+    numbers = calls.get("list_numbers", {})
+    schema = (out.get("outputSchemas") or {}).get("list_numbers") or {}
+    structured = numbers.get("result", {}).get("structuredContent")
+    if (
+        structured == {"result": [1, 2, 3]}
+        and schema.get("type") == "object"
+        and schema.get("required") == ["result"]
+    ):
+        info.append("wrapped structured output validated by the SDK")
+    else:
+        problems.append(f"list_numbers: {numbers}, outputSchema {schema}")
+    return (not problems), "; ".join(problems or info)
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "peer-client":
         ok, detail = peer_client(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
+    elif kind == "features":
+        ok, detail = features(sys.argv[2])
     else:
         ok, detail = mcpflow_client(sys.argv[2], sys.argv[3])
     print(("PASS " if ok else "FAIL ") + detail)

@@ -157,6 +157,33 @@ else
     done
 fi
 
+# --- 2025-11-25 features (sampling with tools, URL elicitation required, a structured result
+# that is not an object) of the mcpflow server, against the peer clients that support them ----
+declare -A feature_clients=(
+    [py2]="$py2 $root/interop/peers/features.py --mode legacy"
+    [py1]="$py1 $root/interop/peers/features.py"
+    [ts]="$node $peers/node/features.mjs v1"
+    [ts2]="$node $peers/node/features.mjs v2"
+)
+for c in py2 py1 ts ts2; do
+    f="$logs/mcpflow-features.$c"
+    # shellcheck disable=SC2086
+    $T ${feature_clients[$c]} -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
+    echo $? >"$f.rc"
+    report "mcpflow(2025-11-25 features) <- $c" "$(judge features "$f.out")"
+done
+if mcpflow_has --http serve everything; then
+    f="$logs/mcpflow-http-features.py2"
+    if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
+        $T "$py2" "$root/interop/peers/features.py" --mode legacy --url "$http_url" >"$f.out" 2>"$f.err"
+        echo $? >"$f.rc"
+        stop_http
+        report "mcpflow(http, 2025-11-25 features) <- py2" "$(judge features "$f.out")" "$f.server.log"
+    else
+        report "mcpflow(http, 2025-11-25 features) <- py2" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
+    fi
+fi
+
 # --- the peer servers against the mcpflow client ----------------------------------
 declare -A servers=(
     [py2]="$py2 $root/interop/peers/server.py"

@@ -170,6 +170,7 @@ const ARG1_VALUES: [&str; 4] = ["paris", "park", "party", "london"];
 pub fn everything_server() -> Server {
     let builder = Server::builder("mcpflow-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance test server of mcpflow.")
+        .with(crate::features::feature_tools)
         // ---- tools ----
         .typed_tool("test_simple_text", "Tests simple text content response", |_args: NoArgs, _cx| async { Ok::<_, ToolError>(CallToolResult::text("This is a simple text response for testing.")) },
         )

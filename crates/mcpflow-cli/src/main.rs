@@ -6,6 +6,7 @@
 
 mod demo;
 mod everything;
+mod features;
 mod remote;
 
 use std::io::Write;

@@ -177,7 +177,8 @@ struct Authorization {
 
 fn authorizing_server(auth: Arc<Authorization>) -> Server {
     Server::builder("calendar", "1")
-        .tool(tool("events"), move |_args, cx| {
+        // A typed tool: its ToolError stays a protocol error.
+        .typed_tool("events", "Calendar events", move |_args: Empty, cx| {
             let auth = auth.clone();
             async move {
                 if *auth.granted.lock().unwrap() {

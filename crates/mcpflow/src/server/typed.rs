@@ -4,7 +4,8 @@
 //! does, naming the path of what does not fit), and the return value becomes
 //! the result: text for strings, `structuredContent` plus a generated `outputSchema`
 //! for [`Structured`] values. An `Err` becomes a result with `isError: true` carrying
-//! the error's message, as the spec asks for tool failures.
+//! the error's message, as the spec asks for tool failures; a [`ToolError`] keeps its
+//! kind (a protocol error stays a JSON-RPC error).
 //!
 //! ```
 //! use mcpflow::server::{Server, Structured};
@@ -270,10 +271,21 @@ where
         async move {
             match handler(args, cx).await {
                 Ok(output) => Ok(output.into_call_result()),
-                Err(e) => Err(ToolError::Failed(e.to_string())),
+                Err(e) => Err(into_tool_error(e)),
             }
         }
     })
+}
+
+/// A typed tool's error: a [`ToolError`] as it is (a protocol error stays one, such as
+/// [`ToolError::url_elicitation_required`]); any other error is a tool failure with its
+/// message.
+fn into_tool_error<E: Display + 'static>(e: E) -> ToolError {
+    let mut slot = Some(e);
+    match (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<ToolError>>() {
+        Some(tool_error) => tool_error.take().unwrap_or_else(|| ToolError::failed("")),
+        None => ToolError::Failed(slot.map(|e| e.to_string()).unwrap_or_default()),
+    }
 }
 
 /// The registry's handler for a function of typed arguments that answers with a
