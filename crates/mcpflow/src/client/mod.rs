@@ -126,7 +126,8 @@ impl Caches {
 }
 
 /// A cheap, cloneable handle to a connected server: every typed call lives here.
-/// Callbacks receive one, so they can call the server back.
+/// Notification callbacks receive one, and request callbacks one in their
+/// [`ClientContext`], so they can call the server back.
 #[derive(Clone)]
 pub struct ClientHandle {
     peer: Peer,

@@ -42,16 +42,10 @@ impl Server {
 
     /// Remove a tool and notify connected clients. Returns whether it existed.
     pub async fn remove_tool(&self, name: &str) -> bool {
-        let mut removed = false;
-        self.update_registry(|r| {
-            let before = r.tools.len();
-            r.tools.retain(|t| t.tool.name != name);
-            removed = r.tools.len() != before;
-        });
-        if removed {
-            self.broadcast(method::TOOL_LIST_CHANGED).await;
-        }
-        removed
+        self.remove(method::TOOL_LIST_CHANGED, |r| {
+            remove_where(&mut r.tools, |t| t.tool.name == name)
+        })
+        .await
     }
 
     /// Add (or replace, by URI) a resource at run time and notify connected clients
@@ -67,7 +61,7 @@ impl Server {
             handler: Arc::new(move |uri, _vars, cx| Box::pin(handler(uri, cx))),
         };
         self.update_registry(|r| {
-            r.resources.retain(|e| e.resource.uri != entry.resource.uri);
+            remove_where(&mut r.resources, |e| e.resource.uri == entry.resource.uri);
             r.resources.push(entry);
         });
         self.broadcast(method::RESOURCE_LIST_CHANGED).await;
@@ -75,16 +69,10 @@ impl Server {
 
     /// Remove a resource by URI and notify connected clients. Returns whether it existed.
     pub async fn remove_resource(&self, uri: &str) -> bool {
-        let mut removed = false;
-        self.update_registry(|r| {
-            let before = r.resources.len();
-            r.resources.retain(|e| e.resource.uri != uri);
-            removed = r.resources.len() != before;
-        });
-        if removed {
-            self.broadcast(method::RESOURCE_LIST_CHANGED).await;
-        }
-        removed
+        self.remove(method::RESOURCE_LIST_CHANGED, |r| {
+            remove_where(&mut r.resources, |e| e.resource.uri == uri)
+        })
+        .await
     }
 
     /// Add (or replace, by name) a prompt at run time and notify connected clients
@@ -99,7 +87,7 @@ impl Server {
             handler: Arc::new(move |args, cx| Box::pin(handler(args, cx))),
         };
         self.update_registry(|r| {
-            r.prompts.retain(|e| e.prompt.name != entry.prompt.name);
+            remove_where(&mut r.prompts, |e| e.prompt.name == entry.prompt.name);
             r.prompts.push(entry);
         });
         self.broadcast(method::PROMPT_LIST_CHANGED).await;
@@ -107,14 +95,19 @@ impl Server {
 
     /// Remove a prompt by name and notify connected clients. Returns whether it existed.
     pub async fn remove_prompt(&self, name: &str) -> bool {
+        self.remove(method::PROMPT_LIST_CHANGED, |r| {
+            remove_where(&mut r.prompts, |e| e.prompt.name == name)
+        })
+        .await
+    }
+
+    /// Apply `remove` to the registry; when it removed something, announce
+    /// `notification`. Whether it removed something.
+    async fn remove(&self, notification: &str, remove: impl FnOnce(&mut Registry) -> bool) -> bool {
         let mut removed = false;
-        self.update_registry(|r| {
-            let before = r.prompts.len();
-            r.prompts.retain(|e| e.prompt.name != name);
-            removed = r.prompts.len() != before;
-        });
+        self.update_registry(|r| removed = remove(r));
         if removed {
-            self.broadcast(method::PROMPT_LIST_CHANGED).await;
+            self.broadcast(notification).await;
         }
         removed
     }
@@ -161,4 +154,11 @@ impl Server {
             let _ = peer.notify_raw::<()>(notification, None).await;
         }
     }
+}
+
+/// Remove the items `matches` picks; whether there were any.
+fn remove_where<T>(items: &mut Vec<T>, matches: impl Fn(&T) -> bool) -> bool {
+    let before = items.len();
+    items.retain(|item| !matches(item));
+    items.len() != before
 }
