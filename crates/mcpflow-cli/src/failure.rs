@@ -171,9 +171,23 @@ fn transport(error: &TransportError) -> String {
             status: Some(status),
             detail,
             ..
-        } => format!("HTTP {status}: {}", one_line(detail)),
+        } => format!("HTTP {status}: {}", one_line(&rpc_message(detail))),
         TransportError::Http { detail, .. } => one_line(detail),
         other => one_line(&other.to_string()),
+    }
+}
+
+/// `detail` with a JSON-RPC error body replaced by the error's message.
+fn rpc_message(detail: &str) -> String {
+    let Some(at) = detail.find('{') else {
+        return detail.to_owned();
+    };
+    match serde_json::from_str::<Value>(&detail[at..]) {
+        Ok(body) => match body["error"]["message"].as_str() {
+            Some(message) => format!("{}{message}", &detail[..at]),
+            None => detail.to_owned(),
+        },
+        Err(_) => detail.to_owned(),
     }
 }
 
@@ -219,6 +233,13 @@ mod tests {
         );
         let long = "x".repeat(1000);
         assert_eq!(one_line(&long).chars().count(), QUOTE_MAX + 1);
+    }
+
+    #[test]
+    fn a_json_rpc_error_body_is_cut_to_its_message() {
+        let detail = r#"the server rejected `initialize`: {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Host `x` is not allowed"}}"#;
+        assert_eq!(rpc_message(detail), "the server rejected `initialize`: Host `x` is not allowed");
+        assert_eq!(rpc_message("plain {not json"), "plain {not json");
     }
 
     #[test]
