@@ -35,13 +35,28 @@ pub struct ServerArgs {
     pub bearer_env: Option<String>,
     /// An `mcpServers` file (Claude Desktop, Cursor, VS Code `mcp.json`); pick the
     /// server with `--server`.
-    #[arg(long, value_name = "FILE", requires = "server", help_heading = "Server")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "server",
+        help_heading = "Server"
+    )]
     pub config: Option<PathBuf>,
     /// The server's name in the `--config` file.
-    #[arg(long, value_name = "NAME", requires = "config", help_heading = "Server")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "config",
+        help_heading = "Server"
+    )]
     pub server: Option<String>,
     /// Set an environment variable for the server command (repeatable).
-    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", help_heading = "Server")]
+    #[arg(
+        short = 'e',
+        long = "env",
+        value_name = "KEY=VALUE",
+        help_heading = "Server"
+    )]
     pub env: Vec<String>,
     /// Start the server command in this directory.
     #[arg(long, value_name = "DIR", help_heading = "Server")]
@@ -53,7 +68,11 @@ pub struct ServerArgs {
     #[arg(long)]
     pub json: bool,
     /// Offer this directory to the server as a root (repeatable; declares `roots`).
-    #[arg(long = "root", value_name = "DIR", help_heading = "Client capabilities")]
+    #[arg(
+        long = "root",
+        value_name = "DIR",
+        help_heading = "Client capabilities"
+    )]
     pub roots: Vec<PathBuf>,
     /// Answer elicitation requests with this JSON object, or `decline` (declares
     /// `elicitation`).

@@ -37,7 +37,11 @@ pub async fn run(request: CallRequest, server: &ServerArgs, interrupt: &Interrup
     }
 }
 
-async fn call(request: CallRequest, server: &ServerArgs, interrupt: &Interrupt) -> Result<u8, Failure> {
+async fn call(
+    request: CallRequest,
+    server: &ServerArgs,
+    interrupt: &Interrupt,
+) -> Result<u8, Failure> {
     let input = read_args(&request.args)?;
     let mut saver = Saver::new(request.out.clone())?;
     let live = Arc::new(Live::new(server.json));
@@ -124,7 +128,11 @@ async fn call(request: CallRequest, server: &ServerArgs, interrupt: &Interrupt) 
             blocks.len()
         );
     }
-    Ok(if result.is_error() { EXIT_TOOL_ERROR } else { 0 })
+    Ok(if result.is_error() {
+        EXIT_TOOL_ERROR
+    } else {
+        0
+    })
 }
 
 /// The input schema of `tool`, for typing `key=value` arguments (`None` when the server

@@ -6,12 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpflow::SessionConfig;
 use mcpflow::client::{Client, ClientBuilder};
 use mcpflow::host::{RemoteServer, ServerConfig, ServersConfig, StdioServer};
 use mcpflow::http::client::HttpClientTransport;
 use mcpflow::protocol::{CreateMessageResult, ElicitResult, JsonObject, Root};
 use mcpflow::transport::ChildProcess;
-use mcpflow::SessionConfig;
 use serde_json::Value;
 
 use crate::args::ServerArgs;
@@ -136,9 +136,7 @@ fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
                     .split_once(':')
                     .filter(|(n, _)| !n.trim().is_empty())
                     .ok_or_else(|| {
-                        Failure::usage(format!(
-                            "--header takes 'Name: value', not `{header}`"
-                        ))
+                        Failure::usage(format!("--header takes 'Name: value', not `{header}`"))
                     })?;
                 server
                     .headers
@@ -179,7 +177,10 @@ fn from_config(path: &Path, name: &str) -> Result<Where, Failure> {
 }
 
 /// The client capabilities the flags ask for.
-pub fn capabilities(mut builder: ClientBuilder, args: &ServerArgs) -> Result<ClientBuilder, Failure> {
+pub fn capabilities(
+    mut builder: ClientBuilder,
+    args: &ServerArgs,
+) -> Result<ClientBuilder, Failure> {
     if let Some(answer) = args.sampling_response.clone() {
         builder = builder.on_sampling(move |_params, _client| {
             let answer = answer.clone();
@@ -207,9 +208,8 @@ pub fn capabilities(mut builder: ClientBuilder, args: &ServerArgs) -> Result<Cli
     if !args.roots.is_empty() {
         let mut roots = Vec::new();
         for dir in &args.roots {
-            let path = std::fs::canonicalize(dir).map_err(|e| {
-                Failure::usage(format!("--root {}: {e}", dir.display()))
-            })?;
+            let path = std::fs::canonicalize(dir)
+                .map_err(|e| Failure::usage(format!("--root {}: {e}", dir.display())))?;
             let name = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -266,7 +266,10 @@ pub async fn connect(
                 http = http.header(name, value);
             }
             let transport = http.build().map_err(|e| bad_url(&server.url, &e))?;
-            (server.url.clone(), Box::pin(builder.connect(transport)) as Handshake)
+            (
+                server.url.clone(),
+                Box::pin(builder.connect(transport)) as Handshake,
+            )
         }
     };
     // `initialize` is bounded by the request timeout; this is a second, outer bound.

@@ -78,9 +78,10 @@ impl Failure {
                 "`{method}` ran past the longest total time of {} although progress kept arriving",
                 secs(*after)
             )),
-            SessionError::Closed { method, reason } => {
-                Failure::connection(format!("`{method}` could not complete: {}", close_reason(reason)))
-            }
+            SessionError::Closed { method, reason } => Failure::connection(format!(
+                "`{method}` could not complete: {}",
+                close_reason(reason)
+            )),
             SessionError::Transport { method, error } => {
                 Failure::connection(format!("`{method}`: {}", transport(error)))
             }
@@ -238,7 +239,10 @@ mod tests {
     #[test]
     fn a_json_rpc_error_body_is_cut_to_its_message() {
         let detail = r#"the server rejected `initialize`: {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Host `x` is not allowed"}}"#;
-        assert_eq!(rpc_message(detail), "the server rejected `initialize`: Host `x` is not allowed");
+        assert_eq!(
+            rpc_message(detail),
+            "the server rejected `initialize`: Host `x` is not allowed"
+        );
         assert_eq!(rpc_message("plain {not json"), "plain {not json");
     }
 

@@ -26,15 +26,16 @@ pub fn read_args(words: &[String]) -> Result<ArgsInput, Failure> {
         [] => Ok(ArgsInput::Object(Map::new())),
         [one] if one == "-" => {
             let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| Failure::usage(format!("could not read the arguments from stdin: {e}")))?;
+            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                Failure::usage(format!("could not read the arguments from stdin: {e}"))
+            })?;
             object(&text, "the arguments on stdin")
         }
         [one] if one.starts_with('@') => {
             let path = &one[1..];
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::usage(format!("could not read the arguments from `{path}`: {e}")))?;
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Failure::usage(format!("could not read the arguments from `{path}`: {e}"))
+            })?;
             object(&text, &format!("`{path}`"))
         }
         [one] if one.trim_start().starts_with('{') || !one.contains('=') => {
@@ -72,7 +73,10 @@ fn object(text: &str, what: &str) -> Result<ArgsInput, Failure> {
 ///
 /// # Errors
 /// A usage failure naming the key whose value does not fit its type.
-pub fn typed_pairs(pairs: &[(String, String)], schema: Option<&Value>) -> Result<Map<String, Value>, Failure> {
+pub fn typed_pairs(
+    pairs: &[(String, String)],
+    schema: Option<&Value>,
+) -> Result<Map<String, Value>, Failure> {
     let mut out = Map::new();
     for (key, raw) in pairs {
         let declared = schema
@@ -94,7 +98,11 @@ pub fn typed_pairs(pairs: &[(String, String)], schema: Option<&Value>) -> Result
 fn types_of(property: &Value) -> Vec<String> {
     match property.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -144,10 +152,30 @@ mod tests {
             read_args(&words(&["a=1", "b=x=y"])).unwrap(),
             ArgsInput::Pairs(vec![("a".into(), "1".into()), ("b".into(), "x=y".into())])
         );
-        assert!(read_args(&words(&["[1,2]"])).unwrap_err().message.contains("must be a JSON object"));
-        assert!(read_args(&words(&["{not json"])).unwrap_err().message.contains("not valid JSON"));
-        assert!(read_args(&words(&["a=1", "oops"])).unwrap_err().message.contains("not key=value"));
-        assert_eq!(read_args(&words(&["@/nonexistent/args.json"])).unwrap_err().exit, 2);
+        assert!(
+            read_args(&words(&["[1,2]"]))
+                .unwrap_err()
+                .message
+                .contains("must be a JSON object")
+        );
+        assert!(
+            read_args(&words(&["{not json"]))
+                .unwrap_err()
+                .message
+                .contains("not valid JSON")
+        );
+        assert!(
+            read_args(&words(&["a=1", "oops"]))
+                .unwrap_err()
+                .message
+                .contains("not key=value")
+        );
+        assert_eq!(
+            read_args(&words(&["@/nonexistent/args.json"]))
+                .unwrap_err()
+                .exit,
+            2
+        );
     }
 
     #[test]
@@ -156,13 +184,26 @@ mod tests {
             "n": {"type": "integer"}, "s": {"type": "string"}, "b": {"type": "boolean"},
             "l": {"type": "array"}, "x": {"type": ["number", "null"]}
         }});
-        let pairs: Vec<(String, String)> = [("n", "3"), ("s", "42"), ("b", "true"), ("l", "[1]"), ("x", "null"), ("free", "2.5")]
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        let pairs: Vec<(String, String)> = [
+            ("n", "3"),
+            ("s", "42"),
+            ("b", "true"),
+            ("l", "[1]"),
+            ("x", "null"),
+            ("free", "2.5"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
         let out = typed_pairs(&pairs, Some(&schema)).unwrap();
-        assert_eq!(Value::Object(out), json!({"n": 3, "s": "42", "b": true, "l": [1], "x": null, "free": 2.5}));
+        assert_eq!(
+            Value::Object(out),
+            json!({"n": 3, "s": "42", "b": true, "l": [1], "x": null, "free": 2.5})
+        );
         let bad = typed_pairs(&[("n".into(), "three".into())], Some(&schema)).unwrap_err();
-        assert_eq!(bad.message, "argument `n`: `three` does not fit type integer");
+        assert_eq!(
+            bad.message,
+            "argument `n`: `three` does not fit type integer"
+        );
     }
 }

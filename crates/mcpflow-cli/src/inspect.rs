@@ -33,8 +33,10 @@ pub async fn run(server: &ServerArgs, verbose: bool, interrupt: &Interrupt) -> u
         }
         Some(Err(_)) => {
             conn.close_hurried().await;
-            return Failure::connection("listing the server's offerings did not finish; raise --timeout")
-                .report(server.json);
+            return Failure::connection(
+                "listing the server's offerings did not finish; raise --timeout",
+            )
+            .report(server.json);
         }
         Some(Ok(described)) => described,
     };
@@ -47,7 +49,10 @@ pub async fn run(server: &ServerArgs, verbose: bool, interrupt: &Interrupt) -> u
     let mut code = 0;
     for (what, failure, optional) in &failures {
         let warning = if *optional { "warning: " } else { "" };
-        eprintln!("mcpflow: {warning}could not list {what}: {}", failure.message);
+        eprintln!(
+            "mcpflow: {warning}could not list {what}: {}",
+            failure.message
+        );
         if !optional {
             code = code.max(failure.exit);
         }
@@ -93,7 +98,10 @@ async fn describe(conn: &Connection, timeout: f64) -> (Value, Vec<(&'static str,
                 report[field] = Value::Array(listed.items);
             }
             Err(failure) => {
-                errors.insert(field.to_owned(), json!({ "method": method, "message": failure.message, "optional": optional }));
+                errors.insert(
+                    field.to_owned(),
+                    json!({ "method": method, "message": failure.message, "optional": optional }),
+                );
                 failures.push((field, failure, optional));
             }
         }
@@ -139,7 +147,11 @@ pub fn item_line(field: &str, item: &Value, verbose: bool) -> String {
                 .map(|a| {
                     a.iter()
                         .map(|arg| {
-                            let mark = if arg["required"].as_bool() == Some(true) { "" } else { "?" };
+                            let mark = if arg["required"].as_bool() == Some(true) {
+                                ""
+                            } else {
+                                "?"
+                            };
                             format!("{}{mark}", text(arg, "name"))
                         })
                         .collect()
@@ -148,7 +160,11 @@ pub fn item_line(field: &str, item: &Value, verbose: bool) -> String {
             format!("{}({})", text(item, "name"), args.join(", "))
         }
         "resources" | "resourceTemplates" => {
-            let address = if field == "resources" { text(item, "uri") } else { text(item, "uriTemplate") };
+            let address = if field == "resources" {
+                text(item, "uri")
+            } else {
+                text(item, "uriTemplate")
+            };
             let mime = text(item, "mimeType");
             let mut head = format!("{address} [{}]", text(item, "name"));
             if !mime.is_empty() {
@@ -159,7 +175,11 @@ pub fn item_line(field: &str, item: &Value, verbose: bool) -> String {
         }
         _ => item.to_string(),
     };
-    match item.get("description").and_then(Value::as_str).map(str::trim) {
+    match item
+        .get("description")
+        .and_then(Value::as_str)
+        .map(str::trim)
+    {
         Some(d) if !d.is_empty() && verbose => {
             let indented = d.lines().collect::<Vec<_>>().join("\n      ");
             format!("{head} - {indented}")
@@ -189,7 +209,11 @@ fn print_report(report: &Value, verbose: bool) {
         .unwrap_or_default();
     println!(
         "capabilities: {}",
-        if caps.is_empty() { "(none)".to_owned() } else { caps.join(", ") }
+        if caps.is_empty() {
+            "(none)".to_owned()
+        } else {
+            caps.join(", ")
+        }
     );
     if let Some(instructions) = report.get("instructions").and_then(Value::as_str) {
         if verbose {

@@ -88,11 +88,9 @@ impl Live {
                 match update.total {
                     Some(total) => {
                         bar.set_style(
-                            ProgressStyle::with_template(
-                                "{spinner} [{bar:30}] {pos}/{len} {msg}",
-                            )
-                            .unwrap_or_else(|_| ProgressStyle::default_bar())
-                            .progress_chars("=> "),
+                            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")
+                                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                                .progress_chars("=> "),
                         );
                         bar.set_length(total.max(0.0).round() as u64);
                     }

@@ -193,8 +193,13 @@ fn parse() -> Cli {
             let argv: Vec<String> = std::env::args().collect();
             let before_cmd = argv.iter().take_while(|a| *a != "--");
             let json_out = before_cmd.clone().any(|a| a == "--json");
-            let verb = argv.get(1).filter(|v| !v.starts_with('-')).map_or(String::new(), |v| format!(" {v}"));
-            std::process::exit(i32::from(Failure::usage(usage_message(&e, &verb)).report(json_out)));
+            let verb = argv
+                .get(1)
+                .filter(|v| !v.starts_with('-'))
+                .map_or(String::new(), |v| format!(" {v}"));
+            std::process::exit(i32::from(
+                Failure::usage(usage_message(&e, &verb)).report(json_out),
+            ));
         }
     }
 }
@@ -258,7 +263,9 @@ async fn run(command: Command) -> u8 {
             options,
         } => {
             if http.is_none() && options.is_set() {
-                eprintln!("mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless) apply only with --http");
+                eprintln!(
+                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless) apply only with --http"
+                );
                 return EXIT_USAGE;
             }
             let server = match server {

@@ -120,10 +120,16 @@ pub fn write_contents(contents: &[Value], path: &Path) -> Result<usize, Failure>
         } else if let Some(blob) = content.get("blob").and_then(Value::as_str) {
             let decoded = base64::engine::general_purpose::STANDARD
                 .decode(blob.trim())
-                .map_err(|e| Failure::connection(format!("the blob of `{}` is not valid base64: {e}", text(content, "uri"))))?;
+                .map_err(|e| {
+                    Failure::connection(format!(
+                        "the blob of `{}` is not valid base64: {e}",
+                        text(content, "uri")
+                    ))
+                })?;
             bytes.extend_from_slice(&decoded);
         }
     }
-    std::fs::write(path, &bytes).map_err(|e| Failure::usage(format!("--out {}: {e}", path.display())))?;
+    std::fs::write(path, &bytes)
+        .map_err(|e| Failure::usage(format!("--out {}: {e}", path.display())))?;
     Ok(bytes.len())
 }

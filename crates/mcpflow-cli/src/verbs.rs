@@ -59,7 +59,12 @@ fn options(timeout: f64) -> RequestOptions {
 }
 
 /// Every page of `method`; a malformed entry is skipped and reported, not fatal.
-pub async fn list_all(conn: &Connection, method: &str, field: &str, timeout: f64) -> Result<Listed, Failure> {
+pub async fn list_all(
+    conn: &Connection,
+    method: &str,
+    field: &str,
+    timeout: f64,
+) -> Result<Listed, Failure> {
     let mut listed = Listed::default();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
@@ -79,7 +84,12 @@ pub async fn list_all(conn: &Connection, method: &str, field: &str, timeout: f64
                 Err(e) => listed.skipped.push(format!(
                     "skipped {field} entry {} ({}): {e}",
                     listed.items.len() + listed.skipped.len() + 1,
-                    cut(&item.get("name").map_or_else(|| item.to_string(), |n| n.to_string()), 60)
+                    cut(
+                        &item
+                            .get("name")
+                            .map_or_else(|| item.to_string(), |n| n.to_string()),
+                        60
+                    )
                 )),
             }
         }
@@ -93,7 +103,9 @@ pub async fn list_all(conn: &Connection, method: &str, field: &str, timeout: f64
             None => return Ok(listed),
         }
     }
-    Err(Failure::connection(format!("`{method}`: more than {MAX_PAGES} pages")))
+    Err(Failure::connection(format!(
+        "`{method}`: more than {MAX_PAGES} pages"
+    )))
 }
 
 /// Whether `item` reads as an entry of `field`.
@@ -113,7 +125,12 @@ fn client(verb: &str) -> mcpflow::client::ClientBuilder {
 }
 
 /// Run a verb body on a fresh connection; closes it and reports failures.
-async fn with_connection<F, Fut>(verb: &str, server: &ServerArgs, interrupt: &Interrupt, body: F) -> u8
+async fn with_connection<F, Fut>(
+    verb: &str,
+    server: &ServerArgs,
+    interrupt: &Interrupt,
+    body: F,
+) -> u8
 where
     F: FnOnce(Connection) -> Fut,
     Fut: std::future::Future<Output = (Connection, Result<u8, Failure>)>,
@@ -168,7 +185,12 @@ pub async fn list(what: ListWhat, server: &ServerArgs, interrupt: &Interrupt) ->
 }
 
 /// `mcpflow read URI`.
-pub async fn read(uri: String, out: Option<PathBuf>, server: &ServerArgs, interrupt: &Interrupt) -> u8 {
+pub async fn read(
+    uri: String,
+    out: Option<PathBuf>,
+    server: &ServerArgs,
+    interrupt: &Interrupt,
+) -> u8 {
     let json_out = server.json;
     let timeout = server.timeout;
     with_connection("read", server, interrupt, |conn| async move {
@@ -207,7 +229,12 @@ pub async fn read(uri: String, out: Option<PathBuf>, server: &ServerArgs, interr
 }
 
 /// `mcpflow prompt NAME key=value...`.
-pub async fn prompt(name: String, pairs: Vec<String>, server: &ServerArgs, interrupt: &Interrupt) -> u8 {
+pub async fn prompt(
+    name: String,
+    pairs: Vec<String>,
+    server: &ServerArgs,
+    interrupt: &Interrupt,
+) -> u8 {
     let mut arguments = Map::new();
     for pair in &pairs {
         match pair.split_once('=') {
@@ -224,7 +251,11 @@ pub async fn prompt(name: String, pairs: Vec<String>, server: &ServerArgs, inter
     let timeout = server.timeout;
     with_connection("prompt", server, interrupt, |conn| async move {
         let params = json!({ "name": name, "arguments": arguments });
-        let answer: Result<Value, _> = conn.client.peer().request("prompts/get", &params, options(timeout)).await;
+        let answer: Result<Value, _> = conn
+            .client
+            .peer()
+            .request("prompts/get", &params, options(timeout))
+            .await;
         let result = answer.map_err(|e| conn.failure(&e)).map(|result| {
             if json_out {
                 println!("{result}");
@@ -234,7 +265,10 @@ pub async fn prompt(name: String, pairs: Vec<String>, server: &ServerArgs, inter
                 }
                 for message in result["messages"].as_array().into_iter().flatten() {
                     println!("[{}]", text(message, "role"));
-                    print_blocks(std::slice::from_ref(&message["content"]), &mut Saver::default());
+                    print_blocks(
+                        std::slice::from_ref(&message["content"]),
+                        &mut Saver::default(),
+                    );
                 }
             }
             0
@@ -263,7 +297,8 @@ pub async fn complete(
         }
     };
     let Some((name, value)) = argument.split_once('=') else {
-        return Failure::usage(format!("ARG is NAME=PARTIAL_VALUE, not `{argument}`")).report(server.json);
+        return Failure::usage(format!("ARG is NAME=PARTIAL_VALUE, not `{argument}`"))
+            .report(server.json);
     };
     let mut arguments = Map::new();
     for pair in &context {
@@ -271,7 +306,10 @@ pub async fn complete(
             Some((k, v)) => {
                 arguments.insert(k.to_owned(), Value::String(v.to_owned()));
             }
-            None => return Failure::usage(format!("--context takes key=value, not `{pair}`")).report(server.json),
+            None => {
+                return Failure::usage(format!("--context takes key=value, not `{pair}`"))
+                    .report(server.json);
+            }
         }
     }
     let mut params = json!({ "ref": reference, "argument": { "name": name, "value": value } });
@@ -281,13 +319,24 @@ pub async fn complete(
     let json_out = server.json;
     let timeout = server.timeout;
     with_connection("complete", server, interrupt, |conn| async move {
-        let answer: Result<Value, _> = conn.client.peer().request("completion/complete", &params, options(timeout)).await;
+        let answer: Result<Value, _> = conn
+            .client
+            .peer()
+            .request("completion/complete", &params, options(timeout))
+            .await;
         let result = answer.map_err(|e| conn.failure(&e)).map(|result| {
             if json_out {
                 println!("{result}");
             } else {
-                for v in result["completion"]["values"].as_array().into_iter().flatten() {
-                    println!("{}", v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+                for v in result["completion"]["values"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    println!(
+                        "{}",
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    );
                 }
             }
             0
@@ -303,11 +352,18 @@ pub async fn ping(server: &ServerArgs, interrupt: &Interrupt) -> u8 {
     let timeout = server.timeout;
     with_connection("ping", server, interrupt, |conn| async move {
         let started = std::time::Instant::now();
-        let answer: Result<Value, _> = conn.client.peer().request("ping", &json!({}), options(timeout)).await;
+        let answer: Result<Value, _> = conn
+            .client
+            .peer()
+            .request("ping", &json!({}), options(timeout))
+            .await;
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let result = answer.map_err(|e| conn.failure(&e)).map(|_| {
             if json_out {
-                println!("{}", json!({ "ok": true, "ms": (ms * 1000.0).round() / 1000.0 }));
+                println!(
+                    "{}",
+                    json!({ "ok": true, "ms": (ms * 1000.0).round() / 1000.0 })
+                );
             } else {
                 println!("pong from {} in {ms:.1} ms", conn.target);
             }

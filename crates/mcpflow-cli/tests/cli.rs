@@ -262,13 +262,31 @@ fn a_server_that_stops_reading_is_given_up_when_the_call_times_out() {
 fn unknown_tool_exits_four_and_is_json_under_json() {
     let run = mcpflow(&["call", "no_such_tool", "--", BIN, "serve", "everything"]);
     assert_eq!(run.code, 4, "{}", describe(&run));
-    assert_eq!(run.stderr.lines().count(), 1, "one line: {}", describe(&run));
+    assert_eq!(
+        run.stderr.lines().count(),
+        1,
+        "one line: {}",
+        describe(&run)
+    );
     assert!(run.stderr.contains("no_such_tool"), "{}", describe(&run));
-    let run = mcpflow(&["call", "--json", "no_such_tool", "--", BIN, "serve", "everything"]);
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "no_such_tool",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
     assert_eq!(run.code, 4, "{}", describe(&run));
     let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!(out["error"]["code"], -32602, "{}", describe(&run));
-    assert!(out["error"]["message"].as_str().unwrap().contains("no_such_tool"));
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
 }
 
 #[test]

@@ -64,7 +64,11 @@ async fn ctrl_c_cancels_the_call_ends_the_session_and_exits_130() {
     timeout(LIMIT, started.notified())
         .await
         .expect("the slow tool starts");
-    assert_eq!(running.session_count(), 1, "one session while the tool runs");
+    assert_eq!(
+        running.session_count(),
+        1,
+        "one session while the tool runs"
+    );
 
     let pressed = Instant::now();
     sigint(child.id());

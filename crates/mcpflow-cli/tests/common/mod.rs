@@ -44,7 +44,11 @@ pub fn mcpflow_with(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -
     let mut child = Command::new(BIN)
         .args(args)
         .envs(env.iter().copied())
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
