@@ -570,6 +570,13 @@ async fn malformed_requests_get_clear_http_errors_and_the_session_survives() {
             "does not match the version this session negotiated in `initialize`, `2025-11-25`",
         ),
         (
+            "a handshake version in a later session",
+            peer.post(&ping)
+                .header("mcp-protocol-version", "2026-07-28"),
+            StatusCode::BAD_REQUEST,
+            "`2026-07-28` does not match",
+        ),
+        (
             "initialize inside a batch",
             peer.post(&json!([init.clone()])),
             StatusCode::BAD_REQUEST,
@@ -624,6 +631,16 @@ async fn malformed_requests_get_clear_http_errors_and_the_session_survives() {
     }
     let events = peer.call("ping after the bad requests", &ping).await;
     assert_eq!(events.len(), 2, "priming and the pong: {events:?}");
+    // 2025-03-26, the version a missing header implies, counts as no header.
+    let implied = bounded(
+        "the implied version",
+        peer.post(&ping)
+            .header("mcp-protocol-version", "2025-03-26")
+            .send(),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(implied.status(), StatusCode::OK);
     bounded("shutdown", running.shutdown()).await;
 }
 
