@@ -6,7 +6,9 @@
 //! to reach one server: a command to start ([`StdioServer`]) or a URL ([`RemoteServer`]).
 
 mod config;
+mod names;
 
 pub use config::{
     ConfigError, RemoteServer, RemoteTransport, ServerConfig, ServersConfig, StdioServer,
 };
+pub use names::{CollisionPolicy, MAX_NAME_LEN, NamePolicy, ToolFilter, ToolPredicate, fit_name};
