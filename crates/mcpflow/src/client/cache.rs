@@ -136,6 +136,17 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
         self.lock().items.clone()
     }
 
+    /// The error of the last fetch, when it failed.
+    pub(crate) fn last_error(&self) -> Option<SessionError> {
+        self.lock().last_error.clone()
+    }
+
+    /// A receiver that sees a change each time a fetch completes (with a list or an
+    /// error) or a refresh ends: the catalog of a tool host follows the list with it.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
     /// How many fetches ran (for tests and diagnostics).
     pub(crate) fn fetches(&self) -> u64 {
         self.lock().fetches

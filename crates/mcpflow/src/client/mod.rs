@@ -29,7 +29,7 @@
 //! tasks, notifications on the notification lane), so they may call the server back.
 
 mod builder;
-mod cache;
+pub(crate) mod cache;
 mod context;
 mod output;
 mod pages;
@@ -103,10 +103,11 @@ pub enum ToolCallError {
 }
 
 /// The lists that refresh themselves on `list_changed` ([`ClientHandle::tools`] and the like).
-struct Caches {
-    tools: Arc<ListCache<Tool>>,
-    prompts: Arc<ListCache<Prompt>>,
-    resources: Arc<ListCache<Resource>>,
+pub(crate) struct Caches {
+    pub(crate) tools: Arc<ListCache<Tool>>,
+    pub(crate) prompts: Arc<ListCache<Prompt>>,
+    pub(crate) resources: Arc<ListCache<Resource>>,
+    pub(crate) templates: Arc<ListCache<ResourceTemplate>>,
 }
 
 impl Caches {
@@ -115,6 +116,11 @@ impl Caches {
             tools: ListCache::new(all_pages_fetch(peer, method::TOOLS_LIST, "tools")),
             prompts: ListCache::new(all_pages_fetch(peer, method::PROMPTS_LIST, "prompts")),
             resources: ListCache::new(all_pages_fetch(peer, method::RESOURCES_LIST, "resources")),
+            templates: ListCache::new(all_pages_fetch(
+                peer,
+                method::RESOURCES_TEMPLATES_LIST,
+                "resourceTemplates",
+            )),
         }
     }
 
@@ -122,6 +128,7 @@ impl Caches {
         self.tools.abort();
         self.prompts.abort();
         self.resources.abort();
+        self.templates.abort();
     }
 }
 
@@ -256,6 +263,15 @@ impl ClientHandle {
         self.caches().resources.get().await
     }
 
+    /// The resource template list, kept fresh like [`tools`](Self::tools) (refetched
+    /// after `notifications/resources/list_changed`).
+    ///
+    /// # Errors
+    /// The error of the last fetch, if it failed.
+    pub async fn resource_templates(&self) -> Result<Arc<Vec<ResourceTemplate>>, SessionError> {
+        self.caches().templates.get().await
+    }
+
     /// The tool list as last fetched, without fetching.
     pub fn tools_snapshot(&self) -> Option<Arc<Vec<Tool>>> {
         self.caches().tools.snapshot()
@@ -266,7 +282,7 @@ impl ClientHandle {
         self.caches().tools.fetches()
     }
 
-    fn caches(&self) -> &Caches {
+    pub(crate) fn caches(&self) -> &Caches {
         self.shared.caches.get_or_init(|| Caches::new(&self.peer))
     }
 

@@ -96,7 +96,10 @@ impl Service for ClientService {
         match notification.method.as_str() {
             method::TOOL_LIST_CHANGED => caches.tools.mark_dirty(),
             method::PROMPT_LIST_CHANGED => caches.prompts.mark_dirty(),
-            method::RESOURCE_LIST_CHANGED => caches.resources.mark_dirty(),
+            method::RESOURCE_LIST_CHANGED => {
+                caches.resources.mark_dirty();
+                caches.templates.mark_dirty();
+            }
             _ => {}
         }
     }
