@@ -318,15 +318,11 @@ pub(crate) async fn follow_lists(
     stop: CancellationToken,
     mut on_lists: impl FnMut(ServerLists, Vec<String>),
 ) {
-    let caps = client
-        .server()
-        .map(|init| init.capabilities.clone())
-        .unwrap_or_default();
-    let (tools, prompts, resources) = (
-        caps.tools.is_some(),
-        caps.prompts.is_some(),
-        caps.resources.is_some(),
-    );
+    let Declared {
+        tools,
+        prompts,
+        resources,
+    } = Declared::of(&client);
     let caches = client.caches();
     // Subscribed before the first reads, so no completed fetch goes unseen.
     let mut changes = [
@@ -373,6 +369,46 @@ pub(crate) async fn follow_lists(
             return;
         }
     }
+}
+
+/// Which lists a server offers, by its capabilities.
+struct Declared {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+}
+
+impl Declared {
+    fn of(client: &ClientHandle) -> Declared {
+        let caps = client.server().map(|init| &init.capabilities);
+        Declared {
+            tools: caps.is_some_and(|c| c.tools.is_some()),
+            prompts: caps.is_some_and(|c| c.prompts.is_some()),
+            resources: caps.is_some_and(|c| c.resources.is_some()),
+        }
+    }
+}
+
+/// Mark every list the server offers stale and wait for the refetch (as after a
+/// `list_changed` of each); [`follow_lists`] commits the result.
+pub(crate) async fn refetch(client: &ClientHandle) {
+    let declared = Declared::of(client);
+    let caches = client.caches();
+    let stale = |declared: bool, mark: &dyn Fn()| {
+        if declared {
+            mark();
+        }
+    };
+    stale(declared.tools, &|| caches.tools.mark_dirty());
+    stale(declared.prompts, &|| caches.prompts.mark_dirty());
+    stale(declared.resources, &|| caches.resources.mark_dirty());
+    stale(declared.resources, &|| caches.templates.mark_dirty());
+    tokio::join!(
+        load(declared.tools, &caches.tools),
+        load(declared.prompts, &caches.prompts),
+        load(declared.resources, &caches.resources),
+        load(declared.resources, &caches.templates),
+    );
 }
 
 /// The first read of a declared list: it makes the list self-refreshing from then on.

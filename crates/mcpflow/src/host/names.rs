@@ -32,8 +32,11 @@ pub enum NamePolicy {
     /// known not to clash (a clash is still caught by the [`CollisionPolicy`]).
     Unprefixed,
     /// `f(server, remote_name)`.
-    Custom(Arc<dyn Fn(&str, &str) -> String + Send + Sync>),
+    Custom(NameFn),
 }
+
+/// Names a server's item: `(server, remote name) -> catalog name`.
+pub type NameFn = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
 
 impl fmt::Debug for NamePolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
