@@ -2,6 +2,8 @@
 //! burst during a slow `tools/list`, a notification mid-fetch, connect racing a
 //! notification, removed and changed tools, and name collisions across servers.
 
+#![allow(clippy::unwrap_used)] // panics are how tests fail
+
 mod common;
 
 use std::sync::Arc;
