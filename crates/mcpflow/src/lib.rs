@@ -70,7 +70,8 @@
 //! - [`client`]: [`client::Client`]: handshake, typed calls, callbacks, self-refreshing lists.
 //! - [`server`]: [`server::Server`], its builder and the handler context.
 //! - [`config`]: limits and timeouts with documented defaults.
-//! - [`host`]: the `mcpServers` file that MCP clients share, for programs hosting servers.
+//! - [`host`]: [`ToolHost`](host::ToolHost), many servers behind one live catalog for
+//!   an agent, and the `mcpServers` file that MCP clients share.
 //! - [`error`]: error types per layer.
 //! - [`protocol`]: the wire types (the `mcpflow-protocol` crate).
 //!

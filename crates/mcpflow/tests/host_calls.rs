@@ -382,3 +382,30 @@ async fn past_the_in_flight_limit_a_call_waits_within_its_deadline_only() {
     let after = host.call("s__block", json!({})).await;
     assert!(matches!(after, Err(HostError::Closed)), "{after:?}");
 }
+
+#[tokio::test]
+async fn a_caller_cancelling_a_call_sends_notifications_cancelled() {
+    let (host, mut peer) = raw_host(Duration::from_secs(300)).await;
+    let token = tokio_util::sync::CancellationToken::new();
+    let call = tokio::spawn({
+        let (host, token) = (host.clone(), token.clone());
+        async move {
+            host.call_with("raw__work", json!({}), CallOptions::new().cancel_on(token))
+                .await
+        }
+    });
+    let request = next_call(&mut peer).await;
+    token.cancel();
+    let outcome = bounded("the cancelled call", call).await.unwrap();
+    assert!(
+        matches!(&outcome, Err(HostError::Cancelled { reason, .. }) if reason.contains("caller")),
+        "{outcome:?}"
+    );
+    let cancelled = bounded(
+        "notifications/cancelled",
+        peer.recv_until(|m| m["method"] == "notifications/cancelled"),
+    )
+    .await;
+    assert_eq!(cancelled["params"]["requestId"], request["id"]);
+    bounded("close", host.close()).await;
+}

@@ -307,6 +307,8 @@ impl ToolHost {
             other => other,
         };
         inner.validators.check(entry, &arguments)?;
+        // Before the approval hook, which may wait on a person: an outage fails now.
+        slot.client()?;
         let info = ToolCallInfo {
             name: name.to_owned(),
             server: entry.server().to_owned(),

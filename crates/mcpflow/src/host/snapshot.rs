@@ -99,7 +99,7 @@ pub struct Collision {
     /// The servers, in configuration order (a server twice when two of its own names
     /// sanitize alike).
     pub servers: Vec<Arc<str>>,
-    /// The server whose item is offered, or `None` under [`CollisionPolicy::Error`].
+    /// The server whose item is offered, or `None` under [`CollisionPolicy::Error`](super::CollisionPolicy::Error).
     pub offered: Option<Arc<str>>,
 }
 

@@ -353,6 +353,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_documented_defaults_hold() {
+        let policy = ReconnectPolicy::default();
+        assert_eq!(policy.initial_delay, Duration::from_millis(500));
+        assert_eq!(policy.max_delay, Duration::from_secs(30));
+        assert_eq!(policy.max_failures, 5);
+        assert_eq!(policy.stable_after, Duration::from_secs(60));
+        assert_eq!(policy.connect_timeout, Duration::from_secs(30));
+        assert_eq!(super::super::DEFAULT_TOOL_TIMEOUT, Duration::from_secs(300));
+        assert_eq!(
+            super::super::DEFAULT_MAX_TOTAL,
+            Duration::from_secs(30 * 60)
+        );
+    }
+
+    #[test]
     fn the_delay_doubles_up_to_the_cap_with_jitter_of_at_most_half() {
         let policy = ReconnectPolicy::default()
             .initial_delay(Duration::from_secs(1))
