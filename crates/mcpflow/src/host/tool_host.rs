@@ -127,9 +127,14 @@ impl fmt::Debug for ToolHostBuilder {
 }
 
 impl ToolHostBuilder {
-    /// Add a server (configuration order decides `FirstWins` and `LastWins`).
+    /// Add a server (configuration order decides `FirstWins` and `LastWins`). A
+    /// server of the same name as one added before replaces it, in its place: calls
+    /// dispatch by server name, so two of one name cannot both be reached.
     pub fn server(mut self, server: ServerOptions) -> Self {
-        self.servers.push(server);
+        match self.servers.iter_mut().find(|s| s.name == server.name) {
+            Some(known) => *known = server,
+            None => self.servers.push(server),
+        }
         self
     }
 
@@ -148,8 +153,7 @@ impl ToolHostBuilder {
                 continue;
             }
             let server = config.server(name)?.expanded_for(name, &lookup)?;
-            self.servers
-                .push(ServerOptions::new(name, connector_for(&server)));
+            self = self.server(ServerOptions::new(name, connector_for(&server)));
         }
         Ok(self)
     }
