@@ -34,13 +34,9 @@ pub struct ServerArgs {
     #[arg(long, value_name = "VAR", help_heading = "Server")]
     pub bearer_env: Option<String>,
     /// An `mcpServers` file (Claude Desktop, Cursor, VS Code `mcp.json`); pick the
-    /// server with `--server`.
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "server",
-        help_heading = "Server"
-    )]
+    /// server with `--server`. `call` without `--server` calls a tool by its name in
+    /// the catalog of every server in the file (see `mcpflow host`).
+    #[arg(long, value_name = "FILE", help_heading = "Server")]
     pub config: Option<PathBuf>,
     /// The server's name in the `--config` file.
     #[arg(

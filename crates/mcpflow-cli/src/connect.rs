@@ -97,7 +97,12 @@ fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
         server.url = url.clone();
         Where::Remote(server)
     } else if let Some(path) = &args.config {
-        from_config(path, args.server.as_deref().unwrap_or_default())?
+        let Some(name) = args.server.as_deref() else {
+            return Err(Failure::usage(
+                "--config needs --server NAME here (only `call` can go through every server of the file by a tool's catalog name; `mcpflow host --config FILE` shows them)",
+            ));
+        };
+        from_config(path, name)?
     } else {
         let (program, rest) = args
             .command

@@ -7,8 +7,8 @@
 //! Layout: `args` (shared flags), `connect` (reaching a server), `noise` (non-JSON
 //! stdout), `signals` (Ctrl-C), `failure` (exit codes and error text), `input` (tool
 //! arguments), `live` (progress and logs), `render` (content), one module per verb
-//! family (`inspect`, `call`, `verbs`, `serve`), and the built-in servers (`demo`,
-//! `everything`).
+//! family (`inspect`, `call`, `verbs`, `serve`, `host`), and the built-in servers
+//! (`demo`, `everything`, with `features`).
 
 mod args;
 mod call;
@@ -17,6 +17,7 @@ mod demo;
 mod everything;
 mod failure;
 mod features;
+mod host;
 mod input;
 mod inspect;
 mod live;
@@ -153,6 +154,11 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Connect to every server of an `mcpServers` file at once and print the merged
+    /// catalog (names `server__tool`) with each server's health; exit 0 when every
+    /// server is ready, 3 otherwise. `--watch` follows changes until Ctrl-C.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Host(host::HostArgs),
     /// Check that the server answers (`ping`).
     #[command(
         override_usage = format!("mcpflow ping [OPTIONS] {SERVER_USAGE}"),
@@ -176,8 +182,9 @@ enum ServeWhat {
 fn init_logging() {
     // The library's own warnings about a failed request repeat the error this command
     // prints; `RUST_LOG` shows them.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mcpflow::http::client=error"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,mcpflow::http::client=error,mcpflow::host=error")
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -294,6 +301,9 @@ async fn run(command: Command) -> u8 {
             server,
         } => {
             let request = call::CallRequest { tool, args, out };
+            if server.config.is_some() && server.server.is_none() {
+                return host::call(request, &server, &interrupt(&server)).await;
+            }
             call::run(request, &server, &interrupt(&server)).await
         }
         Command::List { what, server } => verbs::list(what, &server, &interrupt(&server)).await,
@@ -312,5 +322,6 @@ async fn run(command: Command) -> u8 {
             server,
         } => verbs::complete(reference, argument, context, &server, &interrupt(&server)).await,
         Command::Ping { server } => verbs::ping(&server, &interrupt(&server)).await,
+        Command::Host(args) => host::run(&args, &Interrupt::install(args.json)).await,
     }
 }
