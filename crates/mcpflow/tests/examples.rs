@@ -3,6 +3,8 @@
 
 mod common;
 
+#[path = "../examples/agent_loop.rs"]
+mod agent_loop;
 #[path = "../examples/confirm.rs"]
 mod confirm;
 #[path = "../examples/counter.rs"]
@@ -105,4 +107,21 @@ async fn confirm_example_acts_only_on_a_yes() {
         assert_eq!(result.content[0].as_text(), Some(expected));
         bounded("close", client.close()).await;
     }
+}
+
+#[tokio::test]
+async fn agent_loop_example_keeps_the_catalog_current_across_a_new_tool_and_a_restart() {
+    let log = bounded("the agent loop", agent_loop::run()).await;
+    assert_eq!(
+        log,
+        [
+            r#"turn 0: the model sees ["clock__now", "research__research"]"#,
+            "turn 0: research__research -> found 3 sources on MCP",
+            r#"turn 1: the model sees ["clock__now", "research__research", "research__summarize"]"#,
+            "turn 1: research__summarize -> summary: MCP connects models to tools",
+            r#"turn 2: the model sees ["clock__now", "research__research", "research__summarize"]"#,
+            "turn 2: the clock server restarted",
+            "turn 2: clock__now -> 12:00",
+        ]
+    );
 }
