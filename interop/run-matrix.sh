@@ -238,6 +238,46 @@ for s in py2 ts; do
     report "$s <- mcpflow verbs" "$verdict"
 done
 
+# --- one tool host over every peer server at once (mcpflow host, call by catalog name) -------
+d="$logs/host.mcpflow"
+mkdir -p "$d"
+python3 - "$d/servers.json" "$py2" "$py1" "$node" "$root" "$peers" <<'PY'
+import json, sys
+path, py2, py1, node, root, peers = sys.argv[1:]
+server = f"{root}/interop/peers/server.py"
+json.dump({"mcpServers": {
+    "py2": {"command": py2, "args": [server]},
+    "py1": {"command": py1, "args": [server]},
+    "ts": {"command": node, "args": [f"{peers}/node/server.mjs"]},
+    "ts2": {"command": node, "args": [f"{peers}/node/server-v2.mjs"]},
+}}, open(path, "w"))
+PY
+$T "$mcpflow" host --config "$d/servers.json" --json >"$d/host.out" 2>"$d/host.err"
+echo $? >"$d/host.rc"
+verdict="$(python3 - "$d/host.out" "$(cat "$d/host.rc")" <<'PY'
+import json, sys
+try:
+    out = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"FAIL no JSON from mcpflow host (exit {sys.argv[2]}): {e}")
+    sys.exit()
+states = {name: s["state"] for name, s in out["servers"].items()}
+names = {t["name"] for t in out["tools"]}
+missing = [f"{s}__echo" for s in ("py2", "py1", "ts", "ts2") if f"{s}__echo" not in names]
+if sys.argv[2] != "0" or any(v != "ready" for v in states.values()) or missing:
+    print(f"FAIL exit {sys.argv[2]}, servers {states}, missing {missing}")
+else:
+    print(f"PASS 4 servers ready in {out['readyMs']:.0f} ms, {len(names)} tools")
+PY
+)"
+if [[ $verdict == PASS* ]]; then
+    for s in py2 ts2; do
+        out="$($T "$mcpflow" call --config "$d/servers.json" "${s}__echo" text=hello 2>"$d/call-$s.err")"
+        grep -q hello <<<"$out" || { verdict="FAIL call ${s}__echo through the host: ${out:0:200} $(head -c 200 "$d/call-$s.err")"; break; }
+    done
+fi
+report "py2+py1+ts+ts2 <- mcpflow host" "$verdict"
+
 # --- the peer servers over streamable HTTP against the mcpflow client ----------------------
 declare -A http_servers=(
     [py2]="$py2 $root/interop/peers/server.py --http-port @PORT@"
