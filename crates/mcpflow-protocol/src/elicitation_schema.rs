@@ -186,7 +186,11 @@ struct Typed<'a, P: Serialize> {
 
 impl Serialize for PrimitiveSchema {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        fn typed<S: Serializer, P: Serialize>(s: S, kind: &'static str, p: &P) -> Result<S::Ok, S::Error> {
+        fn typed<S: Serializer, P: Serialize>(
+            s: S,
+            kind: &'static str,
+            p: &P,
+        ) -> Result<S::Ok, S::Error> {
             Typed { kind, schema: p }.serialize(s)
         }
         match self {
@@ -213,9 +217,7 @@ impl<'de> Deserialize<'de> for PrimitiveSchema {
             Some(Value::String(s)) => s,
             _ => return Err(de::Error::custom("a property schema needs a string `type`")),
         };
-        let titled_items = map
-            .get("items")
-            .is_some_and(|i| i.get("anyOf").is_some());
+        let titled_items = map.get("items").is_some_and(|i| i.get("anyOf").is_some());
         let has = |k: &str| map.contains_key(k);
         let (one_of, has_enum) = (has("oneOf"), has("enum"));
         let v = Value::Object(map);
@@ -249,7 +251,10 @@ mod tests {
 
     #[test]
     fn kinds_are_told_apart() {
-        for (v, integer) in [(json!({"type": "integer", "minimum": 1}), true), (json!({"type": "number"}), false)] {
+        for (v, integer) in [
+            (json!({"type": "integer", "minimum": 1}), true),
+            (json!({"type": "number"}), false),
+        ] {
             let s: PrimitiveSchema = serde_json::from_value(v.clone()).expect("reads");
             assert!(matches!(&s, PrimitiveSchema::Number(n) if n.integer == integer));
             assert_eq!(serde_json::to_value(&s).expect("writes"), v);

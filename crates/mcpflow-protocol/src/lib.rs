@@ -99,12 +99,12 @@ pub use resources::{
     ResourceUpdatedNotificationParams, SubscribeRequestParams,
 };
 pub use roots::{ListRootsResult, Root};
+pub use sampling::{
+    CreateMessageRequestParams, CreateMessageResult, SamplingContent, SamplingMessage,
+};
 pub use subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
-};
-pub use sampling::{
-    CreateMessageRequestParams, CreateMessageResult, SamplingContent, SamplingMessage,
 };
 pub use tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
 pub use version::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, ProtocolVersion};

@@ -7,8 +7,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::discover::DiscoverResult;
 use crate::completion::{CompleteRequestParams, CompleteResult};
+use crate::discover::DiscoverResult;
 use crate::elicitation::{
     ElicitRequestParams, ElicitResult, ElicitationCompleteNotificationParams,
 };
@@ -26,11 +26,11 @@ use crate::resources::{
 };
 use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
-use crate::tasks::{ListTasksResult, Task, TaskIdParams};
 use crate::subscriptions::{
     SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
 };
+use crate::tasks::{ListTasksResult, Task, TaskIdParams};
 use crate::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 
 /// A JSON-RPC request method: its name, params and result types.

@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::mrtr::InputResponses;
-use crate::meta2026::{CacheScope, ResultType};
 use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::meta::{JsonObject, Meta};
+use crate::meta2026::{CacheScope, ResultType};
+use crate::mrtr::InputResponses;
 use crate::pagination::Cursor;
 
 /// Who speaks in a conversation.

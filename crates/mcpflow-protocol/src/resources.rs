@@ -5,11 +5,11 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::mrtr::InputResponses;
-use crate::meta2026::{CacheScope, ResultType};
 use crate::content::Annotations;
 use crate::implementation::Icon;
 use crate::meta::{JsonObject, Meta};
+use crate::meta2026::{CacheScope, ResultType};
+use crate::mrtr::InputResponses;
 use crate::pagination::Cursor;
 
 /// A resource the server can read.

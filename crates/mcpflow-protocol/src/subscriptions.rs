@@ -40,7 +40,10 @@ impl SubscriptionFilter {
         self.tools_list_changed != Some(true)
             && self.prompts_list_changed != Some(true)
             && self.resources_list_changed != Some(true)
-            && self.resource_subscriptions.as_ref().is_none_or(Vec::is_empty)
+            && self
+                .resource_subscriptions
+                .as_ref()
+                .is_none_or(Vec::is_empty)
             && self.task_ids.as_ref().is_none_or(Vec::is_empty)
     }
 }
