@@ -30,8 +30,8 @@ pub type InputResponses = BTreeMap<String, InputResponse>;
 pub enum InputRequest {
     /// `elicitation/create`.
     Elicit(ElicitRequestParams),
-    /// `sampling/createMessage`.
-    CreateMessage(CreateMessageRequestParams),
+    /// `sampling/createMessage` (boxed: the largest params).
+    CreateMessage(Box<CreateMessageRequestParams>),
     /// `roots/list`; `None` when the request had no `params`.
     ListRoots(Option<EmptyParams>),
     /// A method this crate does not know, kept verbatim.
@@ -120,8 +120,8 @@ pub enum InputResponse {
     ListRoots(ListRootsResult),
     /// Answer to `elicitation/create` (has `action`).
     Elicit(ElicitResult),
-    /// Answer to `sampling/createMessage` (has `role`, `content`, `model`).
-    CreateMessage(CreateMessageResult),
+    /// Answer to `sampling/createMessage` (has `role`, `content`, `model`; boxed).
+    CreateMessage(Box<CreateMessageResult>),
     /// Any other object, kept verbatim.
     Other(JsonObject),
 }

@@ -444,6 +444,7 @@ mod tests {
         is_error: Option<bool>,
         #[serde(rename = "_meta")]
         meta: Option<Meta>,
+        result_type: Option<ResultType>,
         #[serde(flatten)]
         extra: JsonObject,
     }
@@ -459,6 +460,8 @@ mod tests {
             r#"{"content":[{"type":"text","text":"a","annotations":{"priority":1}}]}"#,
             r#"{"content":[{"type":"text","text":"a","_meta":{"k":1}}],"_meta":{"k":2}}"#,
             r#"{"content":[{"type":"text","text":"a"}],"resultType":"complete"}"#,
+            r#"{"content":[],"resultType":"input_required","requestState":"s"}"#,
+            r#"{"content":[],"resultType":7}"#,
             r#"{"content":[{"type":"text","text":"a"},{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
             r#"{"content":[],"structuredContent":{"isError":true}}"#,
             r#"{"content":[],"structuredContent":"any json"}"#,
@@ -483,6 +486,7 @@ mod tests {
                     structured_content: d.structured_content,
                     is_error: d.is_error,
                     meta: d.meta,
+                    result_type: d.result_type,
                     extra: d.extra,
                 })
                 .map_err(drop);

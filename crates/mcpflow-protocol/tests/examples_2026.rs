@@ -42,21 +42,20 @@ fn params_by_method(method: &str, params: &Value) -> Option<Result<(), String>> 
     fn note<M: NotificationMethod>(p: &Value) -> Result<(), String> {
         round_trip::<M::Params>(p)
     }
-    if let Some(meta) = params.get("_meta") {
-        if meta
+    if let Some(meta) = params.get("_meta")
+        && meta
             .get("io.modelcontextprotocol/protocolVersion")
             .is_some()
-        {
-            let typed: RequestMeta = match serde_json::from_value(meta.clone()) {
-                Ok(m) => m,
-                Err(e) => return Some(Err(format!("request _meta rejected: {e}"))),
-            };
-            if !typed.is_modern() {
-                return Some(Err("request _meta lacks a required key".into()));
-            }
-            if let Err(e) = round_trip::<RequestMeta>(meta) {
-                return Some(Err(format!("request _meta: {e}")));
-            }
+    {
+        let typed: RequestMeta = match serde_json::from_value(meta.clone()) {
+            Ok(m) => m,
+            Err(e) => return Some(Err(format!("request _meta rejected: {e}"))),
+        };
+        if !typed.is_modern() {
+            return Some(Err("request _meta lacks a required key".into()));
+        }
+        if let Err(e) = round_trip::<RequestMeta>(meta) {
+            return Some(Err(format!("request _meta: {e}")));
         }
     }
     Some(match method {
