@@ -3,6 +3,7 @@
 usage: judge.py peer-client OUTPUT_FILE SAMPLING_TEXT CHECK_CHANGE(0|1)
        judge.py mcpflow-client DIR SAMPLING_TEXT
        judge.py features OUTPUT_FILE   (interop/peers/features.py against the everything server)
+       judge.py modern OUTPUT_FILE VERSION CHECK_CHANGE(0|1)   (interop/peers/modern.py / modern.mjs)
 Prints `PASS detail` or `FAIL detail` (one line).
 """
 
@@ -177,12 +178,42 @@ def features(path):
     return (not problems), "; ".join(problems or info)
 
 
+def modern(path, version, check_change):
+    """A modern.py / modern.mjs run: the negotiated version, a call with progress, an elicitation
+    answered through the era's own channel, and (when asked) a list change seen on listen."""
+    try:
+        out = last_json_line(open(path).read())
+    except Exception as e:
+        return False, f"no JSON line: {e}"
+    if out is None:
+        return False, "no JSON line"
+    if out.get("error"):
+        return False, f"{out.get('client')}: {out['error']}"
+    problems = []
+    if out.get("protocol_version") != version:
+        problems.append(f"negotiated {out.get('protocol_version')}, expected {version}")
+    progress = (out.get("progress_call") or {}).get("progress") or []
+    if not progress:
+        problems.append(f"no progress: {out.get('progress_call')}")
+    elicit = out.get("elicit_call") or {}
+    if len(elicit.get("elicitations") or []) != 1 or "interop@example.com" not in (elicit.get("text") or ""):
+        problems.append(f"elicitation: {elicit}")
+    if check_change and not out.get("list_changed"):
+        problems.append(f"no tools/list_changed on listen (honored {out.get('listen_honored')}, call {out.get('change_call')})")
+    if problems:
+        return False, "; ".join(problems)
+    change = ", list change on listen" if check_change else ""
+    return True, f"{out.get('client')} negotiated {version} in {out.get('connect_ms')} ms; progress {len(progress)}, elicitation{change}"
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "peer-client":
         ok, detail = peer_client(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
     elif kind == "features":
         ok, detail = features(sys.argv[2])
+    elif kind == "modern":
+        ok, detail = modern(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
     else:
         ok, detail = mcpflow_client(sys.argv[2], sys.argv[3])
     print(("PASS " if ok else "FAIL ") + detail)
