@@ -5,9 +5,13 @@
 //! apart from them.
 //!
 //! - [`challenge`]: `WWW-Authenticate` parsing (RFC 6750, RFC 9728 `resource_metadata`).
+//! - [`metadata`]: protected-resource (RFC 9728) and authorization-server (RFC 8414,
+//!   OpenID Connect Discovery) metadata, with the checks required before use.
 
 pub mod challenge;
+pub mod metadata;
 
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
 };
+pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
