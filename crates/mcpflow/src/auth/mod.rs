@@ -5,13 +5,25 @@
 //! apart from them.
 //!
 //! - [`challenge`]: `WWW-Authenticate` parsing (RFC 6750, RFC 9728 `resource_metadata`).
+//! - [`discovery`]: the metadata URLs to try, in the order the MCP spec prescribes.
 //! - [`metadata`]: protected-resource (RFC 9728) and authorization-server (RFC 8414,
 //!   OpenID Connect Discovery) metadata, with the checks required before use.
+//!
+//! The order of use: parse the 401's challenge; try
+//! [`protected_resource_metadata_urls`] and check the document with
+//! [`ProtectedResourceMetadata::check_resource`]; try
+//! [`authorization_server_metadata_urls`] for its first authorization server and check
+//! with [`AuthorizationServerMetadata::check_for_authorization_code`].
 
 pub mod challenge;
+pub mod discovery;
 pub mod metadata;
 
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
+};
+pub use discovery::{
+    DiscoveryError, LegacyEndpoints, authorization_server_metadata_urls, canonical_resource,
+    protected_resource_metadata_urls,
 };
 pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
