@@ -8,16 +8,19 @@
 //! - [`discovery`]: the metadata URLs to try, in the order the MCP spec prescribes.
 //! - [`metadata`]: protected-resource (RFC 9728) and authorization-server (RFC 8414,
 //!   OpenID Connect Discovery) metadata, with the checks required before use.
+//! - [`pkce`]: PKCE S256 and `state`.
 //!
 //! The order of use: parse the 401's challenge; try
 //! [`protected_resource_metadata_urls`] and check the document with
 //! [`ProtectedResourceMetadata::check_resource`]; try
 //! [`authorization_server_metadata_urls`] for its first authorization server and check
-//! with [`AuthorizationServerMetadata::check_for_authorization_code`].
+//! with [`AuthorizationServerMetadata::check_for_authorization_code`]; then
+//! [`Pkce::generate`] and [`State::generate`] for the authorization request.
 
 pub mod challenge;
 pub mod discovery;
 pub mod metadata;
+pub mod pkce;
 
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
@@ -27,3 +30,4 @@ pub use discovery::{
     protected_resource_metadata_urls,
 };
 pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
+pub use pkce::{Pkce, PkceError, State};
