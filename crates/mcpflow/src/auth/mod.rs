@@ -9,18 +9,21 @@
 //! - [`metadata`]: protected-resource (RFC 9728) and authorization-server (RFC 8414,
 //!   OpenID Connect Discovery) metadata, with the checks required before use.
 //! - [`pkce`]: PKCE S256 and `state`.
+//! - [`scope`]: scope selection, step-up, `offline_access`, and the RFC 9207 `iss` check.
 //!
 //! The order of use: parse the 401's challenge; try
 //! [`protected_resource_metadata_urls`] and check the document with
 //! [`ProtectedResourceMetadata::check_resource`]; try
 //! [`authorization_server_metadata_urls`] for its first authorization server and check
 //! with [`AuthorizationServerMetadata::check_for_authorization_code`]; then
-//! [`Pkce::generate`] and [`State::generate`] for the authorization request.
+//! [`select_scope`], [`Pkce::generate`] and [`State::generate`] for the authorization
+//! request.
 
 pub mod challenge;
 pub mod discovery;
 pub mod metadata;
 pub mod pkce;
+pub mod scope;
 
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
@@ -31,3 +34,4 @@ pub use discovery::{
 };
 pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
 pub use pkce::{Pkce, PkceError, State};
+pub use scope::{IssError, check_response_iss, select_scope, step_up_scope, with_offline_access};
