@@ -11,6 +11,7 @@ use thiserror::Error;
 /// Positions are byte offsets into the header value; the value itself is not echoed,
 /// since it comes from the peer and may be large.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ChallengeError {
     /// Something other than what the grammar allows at this point.
     #[error("malformed WWW-Authenticate: expected {expected} at byte {at}")]
@@ -42,6 +43,7 @@ pub enum ChallengeError {
 
 /// One challenge of a `WWW-Authenticate` value: a scheme with a token68 or parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Challenge {
     /// The auth scheme as sent (compare case-insensitively).
     pub scheme: String,
@@ -70,6 +72,7 @@ impl Challenge {
 
 /// A `Bearer` challenge with the parameters RFC 6750 and RFC 9728 define.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BearerChallenge {
     /// `realm`.
     pub realm: Option<String>,

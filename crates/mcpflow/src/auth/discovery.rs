@@ -10,6 +10,7 @@ use super::challenge::BearerChallenge;
 
 /// Why no candidate URL could be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum DiscoveryError {
     /// The URL is not absolute, or not `http`/`https`.
     #[error("{what} is not an http(s) URL")]
@@ -116,6 +117,7 @@ pub fn authorization_server_metadata_urls(issuer: &str) -> Result<Vec<Url>, Disc
 /// metadata: the server URL with its path discarded is the authorization base, whose
 /// RFC 8414 document is looked up first and whose default endpoints apply without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LegacyEndpoints {
     /// `{base}/.well-known/oauth-authorization-server`.
     pub metadata: Url,

@@ -9,6 +9,7 @@ use thiserror::Error;
 
 /// Why a metadata document cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum MetadataError {
     /// A field that must hold a URL does not hold an acceptable one.
     #[error("metadata field `{field}` is not a usable URL: {reason}")]
@@ -50,6 +51,7 @@ pub enum MetadataError {
 
 /// Protected-resource metadata (RFC 9728 §2). Unknown fields are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProtectedResourceMetadata {
     /// The resource identifier: the URL this document describes.
     pub resource: String,
@@ -71,6 +73,20 @@ pub struct ProtectedResourceMetadata {
 }
 
 impl ProtectedResourceMetadata {
+    /// A document for `resource` served by `authorization_servers`; set the other
+    /// fields after.
+    #[must_use]
+    pub fn new(resource: impl Into<String>, authorization_servers: Vec<String>) -> Self {
+        Self {
+            resource: resource.into(),
+            authorization_servers,
+            scopes_supported: None,
+            bearer_methods_supported: None,
+            resource_name: None,
+            extra: Map::new(),
+        }
+    }
+
     /// Checks that `resource` covers `server_url` and returns it parsed, for the RFC 8707
     /// `resource` parameter.
     ///
@@ -131,6 +147,7 @@ fn resource_covers(resource: &Url, server: &Url) -> bool {
 /// Authorization-server metadata (RFC 8414 §2; OpenID Connect Discovery uses the same
 /// names). Unknown fields are kept in `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AuthorizationServerMetadata {
     /// The issuer identifier; must equal the one the document was fetched for.
     pub issuer: String,
@@ -179,6 +196,15 @@ pub struct AuthorizationServerMetadata {
 }
 
 impl AuthorizationServerMetadata {
+    /// A document for `issuer` with nothing else; set the other fields after.
+    #[must_use]
+    pub fn new(issuer: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            ..Self::default()
+        }
+    }
+
     /// Checks that `issuer` is exactly the issuer the discovery URL was built from
     /// (RFC 8414 §3.3; simple string equality, no normalisation).
     ///
@@ -318,6 +344,17 @@ mod tests {
         );
         assert_eq!(m.extra.len(), 2);
         assert_eq!(serde_json::to_value(&m).expect("serializes"), doc);
+        let mut built = ProtectedResourceMetadata::new("https://r/mcp", vec!["https://as".into()]);
+        built.scopes_supported = Some(vec!["mcp".into()]);
+        assert_eq!(
+            serde_json::to_value(&built).expect("serializes"),
+            json!({"resource": "https://r/mcp", "authorization_servers": ["https://as"], "scopes_supported": ["mcp"]})
+        );
+        assert_eq!(
+            serde_json::to_value(AuthorizationServerMetadata::new("https://as"))
+                .expect("serializes"),
+            json!({"issuer": "https://as"})
+        );
         let bad: Result<ProtectedResourceMetadata, _> =
             serde_json::from_value(json!({"authorization_servers": [1]}));
         assert!(bad.is_err());

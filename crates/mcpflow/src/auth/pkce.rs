@@ -8,6 +8,7 @@ use thiserror::Error;
 
 /// Why a PKCE verifier or `state` could not be made.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum PkceError {
     /// The operating system's random number generator failed.
     #[error("the OS random number generator failed: {0}")]

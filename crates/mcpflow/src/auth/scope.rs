@@ -62,6 +62,7 @@ fn join<'a>(scopes: impl IntoIterator<Item = &'a str>) -> Option<String> {
 /// An authorization response whose `iss` cannot be trusted (RFC 9207). The response's
 /// `error` and `error_description` must then be neither shown nor acted on.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum IssError {
     /// The server advertises `iss` but the response has none.
     #[error("the authorization response lacks the `iss` its server advertises")]
