@@ -1,17 +1,19 @@
 //! OAuth client building blocks for MCP authorization (feature `http-client`).
 //!
-//! Pure and network-free: each piece takes what the peer sent and returns what to do
-//! next, so the HTTP flow that fetches, redirects and stores tokens can be tested
-//! apart from them.
+//! Apart from [`discover`], pure and network-free: each piece takes what the peer sent
+//! and returns what to do next, so the HTTP flow that fetches, redirects and stores
+//! tokens can be tested apart from them.
 //!
 //! - [`challenge`]: `WWW-Authenticate` parsing (RFC 6750, RFC 9728 `resource_metadata`).
 //! - [`discovery`]: the metadata URLs to try, in the order the MCP spec prescribes.
+//! - [`discover`]: fetching and checking both documents over HTTP ([`Discoverer`]).
 //! - [`metadata`]: protected-resource (RFC 9728) and authorization-server (RFC 8414,
 //!   OpenID Connect Discovery) metadata, with the checks required before use.
 //! - [`pkce`]: PKCE S256 and `state`.
 //! - [`scope`]: scope selection, step-up, `offline_access`, and the RFC 9207 `iss` check.
 //!
-//! The order of use: parse the 401's challenge; try
+//! The order of use: parse the 401's challenge; [`Discoverer::discover`] does the next
+//! two steps over HTTP: try
 //! [`protected_resource_metadata_urls`] and check the document with
 //! [`ProtectedResourceMetadata::check_resource`]; try
 //! [`authorization_server_metadata_urls`] for its first authorization server and check
@@ -20,6 +22,7 @@
 //! request.
 
 pub mod challenge;
+pub mod discover;
 pub mod discovery;
 pub mod metadata;
 pub mod pkce;
@@ -28,6 +31,7 @@ pub mod scope;
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
 };
+pub use discover::{Attempt, Attempts, DiscoverError, Discoverer, Discovery, FetchFailure};
 pub use discovery::{
     DiscoveryError, LegacyEndpoints, authorization_server_metadata_urls, canonical_resource,
     protected_resource_metadata_urls,
