@@ -7,8 +7,9 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcpflow");
-const LIMIT: Duration = Duration::from_secs(20);
+mod common;
+
+use common::{BIN, HttpServe, LIMIT};
 
 struct Run {
     code: i32,
@@ -395,60 +396,9 @@ fn json_schema_2020_12_tool_keeps_its_schema_verbatim() {
     assert_eq!(tool["inputSchema"], expected);
 }
 
-/// `mcpflow serve everything --http 127.0.0.1:0`, killed when dropped.
-struct HttpServe {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpServe {
-    fn start() -> HttpServe {
-        HttpServe::start_with(&[])
-    }
-
-    /// With more arguments for `serve` (limits).
-    fn start_with(extra: &[&str]) -> HttpServe {
-        let mut child = Command::new(BIN)
-            .args(["serve", "everything", "--http", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        thread::spawn(move || {
-            let mut seen = Vec::new();
-            let mut byte = [0u8; 1];
-            while err.read(&mut byte).unwrap_or(0) == 1 {
-                seen.push(byte[0]);
-                if byte[0] == b'\n' {
-                    let line = String::from_utf8_lossy(&seen).into_owned();
-                    seen.clear();
-                    if let Some(url) = line.trim().strip_prefix("mcpflow: serving MCP at ") {
-                        let _ = tx.send(url.to_owned());
-                    }
-                }
-            }
-        });
-        let url = rx
-            .recv_timeout(LIMIT)
-            .expect("`serve --http` prints the URL it serves");
-        HttpServe { child, url }
-    }
-}
-
-impl Drop for HttpServe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn serve_http_takes_its_limits_from_the_command_line() {
-    let server = HttpServe::start_with(&["--max-body-bytes", "1K", "--max-sessions", "5"]);
+    let server = HttpServe::start(&["--max-body-bytes", "1K", "--max-sessions", "5"]);
     let small = mcpflow(&["call", "--url", &server.url, "test_simple_text"]);
     assert_eq!(small.code, 0, "{}", describe(&small));
     let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(2048));
@@ -480,7 +430,7 @@ fn serve_http_takes_its_limits_from_the_command_line() {
 
 #[test]
 fn inspect_and_call_reach_an_http_server_by_url() {
-    let server = HttpServe::start();
+    let server = HttpServe::start(&[]);
     assert!(
         server.url.starts_with("http://127.0.0.1:"),
         "{}",

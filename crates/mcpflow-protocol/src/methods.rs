@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::completion::{CompleteRequestParams, CompleteResult};
+use crate::discover::DiscoverResult;
 use crate::elicitation::{
     ElicitRequestParams, ElicitResult, ElicitationCompleteNotificationParams,
 };
@@ -25,6 +26,10 @@ use crate::resources::{
 };
 use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use crate::subscriptions::{
+    SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+};
 use crate::tasks::{ListTasksResult, Task, TaskIdParams};
 use crate::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 
@@ -96,6 +101,10 @@ pub mod method {
     pub const TASKS_LIST: &str = "tasks/list";
     /// `tasks/cancel` (2025-11-25).
     pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// `server/discover` (2026-07-28).
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    /// `subscriptions/listen` (2026-07-28).
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
     /// `notifications/initialized`.
     pub const INITIALIZED: &str = "notifications/initialized";
@@ -119,6 +128,8 @@ pub mod method {
     pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
     /// `notifications/tasks/status` (2025-11-25).
     pub const TASK_STATUS: &str = "notifications/tasks/status";
+    /// `notifications/subscriptions/acknowledged` (2026-07-28).
+    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
     /// Every request method name.
     pub const REQUESTS: &[&str] = &[
@@ -142,6 +153,8 @@ pub mod method {
         TASKS_RESULT,
         TASKS_LIST,
         TASKS_CANCEL,
+        SERVER_DISCOVER,
+        SUBSCRIPTIONS_LISTEN,
     ];
 
     /// Every notification method name.
@@ -157,6 +170,7 @@ pub mod method {
         ROOTS_LIST_CHANGED,
         ELICITATION_COMPLETE,
         TASK_STATUS,
+        SUBSCRIPTIONS_ACKNOWLEDGED,
     ];
 }
 
@@ -271,6 +285,15 @@ request_method!(
     /// `tasks/cancel` (2025-11-25).
     CancelTask, method::TASKS_CANCEL, TaskIdParams, Task
 );
+request_method!(
+    /// `server/discover` (2026-07-28): params carry only the per-request `_meta`.
+    Discover, method::SERVER_DISCOVER, EmptyParams, DiscoverResult
+);
+request_method!(
+    /// `subscriptions/listen` (2026-07-28): answered only when the stream closes.
+    SubscriptionsListen, method::SUBSCRIPTIONS_LISTEN, SubscriptionsListenRequestParams,
+    SubscriptionsListenResult
+);
 
 notification_method!(
     /// `notifications/initialized`.
@@ -315,6 +338,11 @@ notification_method!(
 notification_method!(
     /// `notifications/tasks/status` (2025-11-25).
     TaskStatusNotification, method::TASK_STATUS, Task
+);
+notification_method!(
+    /// `notifications/subscriptions/acknowledged` (2026-07-28).
+    SubscriptionsAcknowledged, method::SUBSCRIPTIONS_ACKNOWLEDGED,
+    SubscriptionsAcknowledgedNotificationParams
 );
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::meta::{JsonObject, Meta};
+use crate::meta2026::{CacheScope, ResultType};
+use crate::mrtr::InputResponses;
 use crate::pagination::Cursor;
 
 /// Who speaks in a conversation.
@@ -108,6 +110,15 @@ pub struct ListPromptsResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// How long the client may cache this result, in milliseconds (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the cached result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -125,6 +136,12 @@ pub struct GetPromptRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Answers to the input requests of an earlier `input_required` result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// `requestState` echoed from an earlier `input_required` result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -161,6 +178,9 @@ pub struct GetPromptResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,

@@ -8,6 +8,8 @@ use serde_json::Value;
 use crate::content::Annotations;
 use crate::implementation::Icon;
 use crate::meta::{JsonObject, Meta};
+use crate::meta2026::{CacheScope, ResultType};
+use crate::mrtr::InputResponses;
 use crate::pagination::Cursor;
 
 /// A resource the server can read.
@@ -123,6 +125,15 @@ pub struct ListResourcesResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// How long the client may cache this result, in milliseconds (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the cached result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// Fields this crate does not know (e.g. 2026-07-28 `resultType`, `ttlMs`).
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -140,6 +151,15 @@ pub struct ListResourceTemplatesResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// How long the client may cache this result, in milliseconds (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the cached result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -154,6 +174,12 @@ pub struct ReadResourceRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Answers to the input requests of an earlier `input_required` result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// `requestState` echoed from an earlier `input_required` result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -178,6 +204,15 @@ pub struct ReadResourceResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// How long the client may cache this result, in milliseconds (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the cached result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,

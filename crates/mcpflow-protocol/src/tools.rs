@@ -8,6 +8,8 @@ use serde_json::Value;
 use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::meta::{JsonObject, Meta};
+use crate::meta2026::{CacheScope, ResultType};
+use crate::mrtr::InputResponses;
 use crate::pagination::Cursor;
 use crate::tasks::TaskMetadata;
 
@@ -164,6 +166,15 @@ pub struct ListToolsResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// How long the client may cache this result, in milliseconds (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the cached result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -194,6 +205,12 @@ pub struct CallToolRequestParams {
     /// Request metadata (e.g. `progressToken`).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Answers to the input requests of an earlier `input_required` result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// `requestState` echoed from an earlier `input_required` result (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -234,7 +251,10 @@ pub struct CallToolResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
-    /// Fields this crate does not know (e.g. 2026-07-28 `resultType`).
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
 }
@@ -273,6 +293,7 @@ enum ResultMember {
     Content,
     StructuredContent,
     IsError,
+    ResultType,
     #[serde(rename = "_meta")]
     Meta,
     Other(String),
@@ -303,6 +324,7 @@ impl<'de> Deserialize<'de> for CallToolResult {
                             result.structured_content = map.next_value()?;
                         }
                         ResultMember::IsError => result.is_error = map.next_value()?,
+                        ResultMember::ResultType => result.result_type = map.next_value()?,
                         ResultMember::Meta => result.meta = map.next_value()?,
                         ResultMember::Other(key) => {
                             let value = map.next_value::<Value>()?;
@@ -422,6 +444,7 @@ mod tests {
         is_error: Option<bool>,
         #[serde(rename = "_meta")]
         meta: Option<Meta>,
+        result_type: Option<ResultType>,
         #[serde(flatten)]
         extra: JsonObject,
     }
@@ -437,6 +460,8 @@ mod tests {
             r#"{"content":[{"type":"text","text":"a","annotations":{"priority":1}}]}"#,
             r#"{"content":[{"type":"text","text":"a","_meta":{"k":1}}],"_meta":{"k":2}}"#,
             r#"{"content":[{"type":"text","text":"a"}],"resultType":"complete"}"#,
+            r#"{"content":[],"resultType":"input_required","requestState":"s"}"#,
+            r#"{"content":[],"resultType":7}"#,
             r#"{"content":[{"type":"text","text":"a"},{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
             r#"{"content":[],"structuredContent":{"isError":true}}"#,
             r#"{"content":[],"structuredContent":"any json"}"#,
@@ -461,6 +486,7 @@ mod tests {
                     structured_content: d.structured_content,
                     is_error: d.is_error,
                     meta: d.meta,
+                    result_type: d.result_type,
                     extra: d.extra,
                 })
                 .map_err(drop);

@@ -57,7 +57,8 @@ fn unknown_fields_and_vendor_meta_survive() {
         "structuredContent": [1, "two", {"three": 3}],
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
     }));
-    assert_eq!(result.extra["resultType"], "complete");
+    assert_eq!(result.result_type, Some(ResultType::Complete));
+    assert!(!result.extra.contains_key("resultType"));
     assert_eq!(
         result.structured_content,
         Some(json!([1, "two", {"three": 3}]))

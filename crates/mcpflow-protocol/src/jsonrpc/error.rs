@@ -4,6 +4,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::capabilities::ClientCapabilities;
+use crate::meta::JsonObject;
+use crate::version::ProtocolVersion;
+
 /// A JSON-RPC error code. A newtype, not an enum, so codes this crate does not know
 /// still round-trip.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -92,6 +96,76 @@ impl ErrorObject {
             format!("internal error: {reason}"),
         )
     }
+}
+
+impl ErrorObject {
+    /// `-32020` (2026-07-28): an HTTP header disagrees with the body, or is missing or
+    /// malformed.
+    pub fn header_mismatch(reason: impl fmt::Display) -> Self {
+        ErrorObject::new(
+            ErrorCode::HEADER_MISMATCH,
+            format!("Header mismatch: {reason}"),
+        )
+    }
+
+    /// `-32021` (2026-07-28) with `data.requiredCapabilities`.
+    pub fn missing_required_client_capability(required: ClientCapabilities) -> Self {
+        let data = MissingRequiredClientCapabilityData {
+            required_capabilities: required,
+            extra: JsonObject::new(),
+        };
+        ErrorObject::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "Missing required client capability",
+        )
+        .with_data(serde_json::to_value(data).unwrap_or_default())
+    }
+
+    /// `-32022` (2026-07-28) with `data.supported` and `data.requested`.
+    pub fn unsupported_protocol_version(
+        requested: impl Into<String>,
+        supported: Vec<ProtocolVersion>,
+    ) -> Self {
+        let data = UnsupportedProtocolVersionData {
+            supported,
+            requested: requested.into(),
+            extra: JsonObject::new(),
+        };
+        ErrorObject::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(serde_json::to_value(data).unwrap_or_default())
+    }
+
+    /// `data` read as `T` (e.g. [`UnsupportedProtocolVersionData`]); `None` when absent or
+    /// of another shape.
+    pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_value(self.data.clone()?).ok()
+    }
+}
+
+/// `data` of `-32022` `UnsupportedProtocolVersionError`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct UnsupportedProtocolVersionData {
+    /// Versions the server supports; the client retries with one of them.
+    pub supported: Vec<ProtocolVersion>,
+    /// The version the client asked for.
+    pub requested: String,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
+}
+
+/// `data` of `-32021` `MissingRequiredClientCapabilityError`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingRequiredClientCapabilityData {
+    /// The capabilities the request needs.
+    pub required_capabilities: ClientCapabilities,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
+    pub extra: JsonObject,
 }
 
 impl fmt::Display for ErrorObject {

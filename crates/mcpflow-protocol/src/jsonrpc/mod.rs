@@ -27,7 +27,9 @@ mod id;
 mod message;
 
 pub use decode::{DecodeError, Decoded, MessageRef, decode, decode_message, id_of_prefix};
-pub use error::{ErrorCode, ErrorObject};
+pub use error::{
+    ErrorCode, ErrorObject, MissingRequiredClientCapabilityData, UnsupportedProtocolVersionData,
+};
 pub use id::RequestId;
 pub use message::{ErrorResponse, Message, Notification, Request, Response};
 

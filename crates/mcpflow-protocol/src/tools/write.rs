@@ -40,6 +40,7 @@ impl CallToolResult {
         let plain = self.content.len() == 1
             && self.structured_content.is_none()
             && self.meta.is_none()
+            && self.result_type.is_none()
             && self.extra.is_empty()
             && matches!(
                 &self.content[0],
@@ -110,6 +111,10 @@ impl CallToolResult {
         if let Some(meta) = &self.meta {
             out.extend_from_slice(br#","_meta":"#);
             serde_json::to_writer(&mut *out, meta)?;
+        }
+        if let Some(result_type) = &self.result_type {
+            out.extend_from_slice(br#","resultType":"#);
+            json_text::write_str(out, result_type.as_str());
         }
         for (key, value) in &self.extra {
             out.push(b',');
@@ -188,10 +193,8 @@ mod tests {
                 structured_content: Some(json!("any json")),
                 is_error: Some(false),
                 meta: Some(json!({"trace": "t-1"}).as_object().cloned().unwrap()),
-                extra: json!({"resultType": "complete", "we\"ird": [true]})
-                    .as_object()
-                    .cloned()
-                    .unwrap(),
+                result_type: Some(crate::ResultType::Complete),
+                extra: json!({"we\"ird": [true]}).as_object().cloned().unwrap(),
             },
         ];
         for result in &results {
