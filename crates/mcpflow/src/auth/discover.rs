@@ -187,34 +187,10 @@ impl Discoverer {
         server_url: &Url,
         challenge: Option<&BearerChallenge>,
     ) -> Result<Discovery, DiscoverError> {
-        let candidates = protected_resource_metadata_urls(server_url, challenge)?;
-        let (protected_resource_url, protected_resource) = self
-            .first_document::<ProtectedResourceMetadata>(candidates)
-            .await
-            .map_err(|attempts| DiscoverError::NoProtectedResource {
-                server: server_url.to_string(),
-                attempts,
-            })?;
-        let prm_error = |error| DiscoverError::ProtectedResource {
-            url: protected_resource_url.clone(),
-            error,
-        };
-        let resource = protected_resource
-            .check_resource(server_url)
-            .map_err(prm_error)?;
-        let issuer = protected_resource
-            .authorization_server()
-            .map_err(prm_error)?
-            .to_owned();
-
-        let candidates = authorization_server_metadata_urls(&issuer)?;
-        let (authorization_server_url, authorization_server) = self
-            .first_document::<AuthorizationServerMetadata>(candidates)
-            .await
-            .map_err(|attempts| DiscoverError::NoAuthorizationServer {
-                issuer: issuer.clone(),
-                attempts,
-            })?;
+        let (protected_resource_url, protected_resource, resource, issuer) =
+            self.protected_resource(server_url, challenge).await?;
+        let (authorization_server_url, authorization_server) =
+            self.authorization_server(&issuer).await?;
         let (authorization_endpoint, token_endpoint) = authorization_server
             .check_for_authorization_code(&issuer)
             .map_err(|error| DiscoverError::AuthorizationServer {
@@ -231,6 +207,73 @@ impl Discoverer {
             authorization_endpoint,
             token_endpoint,
         })
+    }
+
+    /// The protected-resource document for `server_url`, where it came from, its checked
+    /// `resource`, and the issuer of its first authorization server.
+    ///
+    /// # Errors
+    /// [`DiscoverError`].
+    pub async fn protected_resource(
+        &self,
+        server_url: &Url,
+        challenge: Option<&BearerChallenge>,
+    ) -> Result<(Url, ProtectedResourceMetadata, Url, String), DiscoverError> {
+        let candidates = protected_resource_metadata_urls(server_url, challenge)?;
+        let (url, document) = self
+            .first_document::<ProtectedResourceMetadata>(candidates)
+            .await
+            .map_err(|attempts| DiscoverError::NoProtectedResource {
+                server: server_url.to_string(),
+                attempts,
+            })?;
+        let prm_error = |error| DiscoverError::ProtectedResource {
+            url: url.clone(),
+            error,
+        };
+        let resource = document.check_resource(server_url).map_err(prm_error)?;
+        let issuer = document
+            .authorization_server()
+            .map_err(prm_error)?
+            .to_owned();
+        Ok((url, document, resource, issuer))
+    }
+
+    /// The authorization-server document of `issuer`, with its `issuer` checked, and
+    /// where it came from.
+    ///
+    /// # Errors
+    /// [`DiscoverError`].
+    pub async fn authorization_server(
+        &self,
+        issuer: &str,
+    ) -> Result<(Url, AuthorizationServerMetadata), DiscoverError> {
+        let (url, document) = self.authorization_server_unchecked(issuer).await?;
+        document
+            .check_issuer(issuer)
+            .map_err(|error| DiscoverError::AuthorizationServer {
+                url: url.clone(),
+                error,
+            })?;
+        Ok((url, document))
+    }
+
+    /// The authorization-server document found from `issuer`, its `issuer` unchecked:
+    /// for 2025-03-26 servers, whose authorization base is not an issuer.
+    ///
+    /// # Errors
+    /// [`DiscoverError::NoAuthorizationServer`] or [`DiscoverError::Url`].
+    pub async fn authorization_server_unchecked(
+        &self,
+        issuer: &str,
+    ) -> Result<(Url, AuthorizationServerMetadata), DiscoverError> {
+        let candidates = authorization_server_metadata_urls(issuer)?;
+        self.first_document::<AuthorizationServerMetadata>(candidates)
+            .await
+            .map_err(|attempts| DiscoverError::NoAuthorizationServer {
+                issuer: issuer.to_owned(),
+                attempts,
+            })
     }
 
     /// The first candidate that yields a `T`, or every attempt when none does.
