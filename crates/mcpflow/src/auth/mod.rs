@@ -11,6 +11,12 @@
 //!   OpenID Connect Discovery) metadata, with the checks required before use.
 //! - [`pkce`]: PKCE S256 and `state`.
 //! - [`scope`]: scope selection, step-up, `offline_access`, and the RFC 9207 `iss` check.
+//! - [`oauth`]: the whole flow ([`OAuthConfig`]), run by the HTTP client transport on a
+//!   401 or a 403 `insufficient_scope`.
+//! - [`store`]: tokens and registrations ([`TokenStore`]; secrets are [`Secret`]s,
+//!   redacted in `Debug`).
+//! - [`token`]: the token and registration endpoints.
+//! - [`user`]: the user step ([`UserAuthorization`]): [`LoopbackRedirect`], [`HeadlessRedirect`].
 //!
 //! The order of use: parse the 401's challenge; [`Discoverer::discover`] does the next
 //! two steps over HTTP: try
@@ -25,8 +31,12 @@ pub mod challenge;
 pub mod discover;
 pub mod discovery;
 pub mod metadata;
+pub mod oauth;
 pub mod pkce;
 pub mod scope;
+pub mod store;
+pub mod token;
+pub mod user;
 
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
@@ -37,5 +47,11 @@ pub use discovery::{
     protected_resource_metadata_urls,
 };
 pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
+pub use oauth::{OAuthConfig, OAuthError};
 pub use pkce::{Pkce, PkceError, State};
 pub use scope::{IssError, check_response_iss, select_scope, step_up_scope, with_offline_access};
+pub use store::{
+    ClientRegistration, FileTokenStore, MemoryTokenStore, Secret, StoreError, TokenStore, Tokens,
+};
+pub use token::EndpointError;
+pub use user::{HeadlessRedirect, LoopbackRedirect, UserAuthorization, UserStepError};
