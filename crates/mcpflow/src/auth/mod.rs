@@ -28,6 +28,7 @@
 //! request.
 
 pub mod challenge;
+pub mod config;
 pub mod discover;
 pub mod discovery;
 pub mod metadata;
@@ -41,13 +42,14 @@ pub mod user;
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
 };
+pub use config::OAuthConfig;
 pub use discover::{Attempt, Attempts, DiscoverError, Discoverer, Discovery, FetchFailure};
 pub use discovery::{
     DiscoveryError, LegacyEndpoints, authorization_server_metadata_urls, canonical_resource,
     protected_resource_metadata_urls,
 };
 pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
-pub use oauth::{OAuthConfig, OAuthError};
+pub use oauth::OAuthError;
 pub use pkce::{Pkce, PkceError, State};
 pub use scope::{IssError, check_response_iss, select_scope, step_up_scope, with_offline_access};
 pub use store::{

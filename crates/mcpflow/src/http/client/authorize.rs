@@ -1,5 +1,7 @@
 //! The OAuth hook of the transport: after a 401 or a 403 `insufficient_scope`, run the
-//! flow (once per attempt, bounded) and say whether to send the request again.
+//! flow and say whether to send the request again. One request runs the flow at most
+//! `max_attempts` times, and the flow itself stops after as many attempts in a row
+//! across requests.
 
 use std::future::Future;
 
@@ -9,10 +11,6 @@ use reqwest::{RequestBuilder, Response};
 use super::connection::Connection;
 use crate::auth::OAuthError;
 use crate::error::TransportError;
-
-/// Sends of one request after authorization at most: the flow's own limit (consecutive
-/// attempts) normally stops first.
-const MAX_SENDS_AFTER_AUTH: u32 = 4;
 
 /// What to do with a response.
 pub(super) enum Step {
@@ -45,8 +43,15 @@ pub(super) async fn after(
         oauth.succeeded();
         return Step::Proceed;
     }
-    if !matches!(status.as_u16(), 401 | 403) || *sends >= MAX_SENDS_AFTER_AUTH {
+    if !matches!(status.as_u16(), 401 | 403) {
         return Step::Proceed;
+    }
+    if *sends >= oauth.max_attempts() {
+        return Step::Fail(TransportError::Http {
+            context,
+            status: Some(status.as_u16()),
+            detail: format!("still refused after {sends} authorization attempts"),
+        });
     }
     *sends += 1;
     let values: Vec<&str> = response
