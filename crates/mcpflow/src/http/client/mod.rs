@@ -25,6 +25,10 @@
 //!   the transport opens the URL as an HTTP+SSE event stream, waits for its `endpoint`
 //!   event and POSTs every message there; answers arrive on that stream. When that
 //!   stream ends, the connection ends.
+//! - **Authorization.** With [`HttpClientBuilder::oauth`], a 401 (or a 403
+//!   `insufficient_scope`) runs the OAuth 2.1 flow of [`crate::auth`] and the request is
+//!   sent again; the token then goes on every request, streams and `DELETE` included.
+//!   [`HttpClientBuilder::bearer_token`] supplies a token from elsewhere instead.
 //! - **Close** sends `DELETE` with the session id (bounded by
 //!   [`close_timeout`](HttpClientBuilder::close_timeout)) and stops every stream.
 //!
