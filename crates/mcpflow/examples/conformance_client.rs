@@ -131,6 +131,13 @@ pub mod conformance {
         };
         let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
         let registered = match (field("client_id"), field("client_secret")) {
+            // Signing needs the `oauth-jwt` feature; without it the token request fails.
+            (Some(id), _) if field("private_key_pem").is_some() => {
+                Some(ClientRegistration::private_key_jwt(
+                    id,
+                    field("private_key_pem").unwrap_or_default(),
+                ))
+            }
             (Some(id), Some(secret)) => Some(ClientRegistration::confidential(id, secret)),
             (Some(id), None) => Some(ClientRegistration::public(id)),
             _ => None,

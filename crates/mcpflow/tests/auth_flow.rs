@@ -436,3 +436,36 @@ async fn loopback_redirect_receives_the_code() {
         assert_eq!(seen.token[0].0["redirect_uri"], redirect.as_str());
     });
 }
+
+/// `private_key_jwt`: the token request carries a signed assertion and no secret.
+#[cfg(feature = "oauth-jwt")]
+#[tokio::test]
+async fn private_key_jwt_sends_an_assertion() {
+    use base64::Engine as _;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+    );
+    let servers = Servers::start(Setup {
+        auth_methods: vec!["private_key_jwt"],
+        ..Setup::default()
+    })
+    .await;
+    let config =
+        OAuthConfig::client_credentials(ClientRegistration::private_key_jwt("m2m", pem.clone()));
+    assert!(!format!("{config:?}").contains(pem.lines().nth(1).expect("body")));
+    let client = connect(&servers, config).await.expect("connect");
+    list_and_call(&client).await.expect("calls");
+    servers.with(|seen| {
+        let (form, auth) = &seen.token[0];
+        assert_eq!(
+            form["client_assertion_type"],
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        );
+        assert_eq!(form["client_assertion"].split('.').count(), 3);
+        assert!(auth.is_none() && !form.contains_key("client_secret"));
+    });
+}

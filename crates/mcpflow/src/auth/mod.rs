@@ -31,6 +31,8 @@ pub mod challenge;
 pub mod config;
 pub mod discover;
 pub mod discovery;
+#[cfg(feature = "oauth-jwt")]
+mod jwt;
 pub mod metadata;
 pub mod oauth;
 pub mod pkce;

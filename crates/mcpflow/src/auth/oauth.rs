@@ -521,7 +521,7 @@ impl OAuthClient {
 
 fn check_method(method: &str) -> Result<(), OAuthError> {
     match method {
-        "none" | "client_secret_basic" | "client_secret_post" => Ok(()),
+        "none" | "client_secret_basic" | "client_secret_post" | "private_key_jwt" => Ok(()),
         other => Err(OAuthError::UnsupportedAuthMethod(other.to_owned())),
     }
 }

@@ -94,6 +94,9 @@ pub struct ClientRegistration {
     /// metadata when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_endpoint_auth_method: Option<String>,
+    /// The PKCS#8 PEM of a P-256 key, for `private_key_jwt` (feature `oauth-jwt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key_pem: Option<Secret>,
 }
 
 impl ClientRegistration {
@@ -104,6 +107,19 @@ impl ClientRegistration {
             client_id: client_id.into(),
             client_secret: None,
             token_endpoint_auth_method: None,
+            private_key_pem: None,
+        }
+    }
+
+    /// A client that authenticates with a JWT signed by its key (`private_key_jwt`,
+    /// ES256; needs the `oauth-jwt` feature): `pem` is the PKCS#8 PEM of a P-256 key.
+    #[must_use]
+    pub fn private_key_jwt(client_id: impl Into<String>, pem: impl Into<String>) -> Self {
+        Self {
+            client_id: client_id.into(),
+            client_secret: None,
+            token_endpoint_auth_method: Some("private_key_jwt".to_owned()),
+            private_key_pem: Some(Secret::new(pem)),
         }
     }
 
@@ -114,6 +130,7 @@ impl ClientRegistration {
             client_id: client_id.into(),
             client_secret: Some(Secret::new(client_secret)),
             token_endpoint_auth_method: None,
+            private_key_pem: None,
         }
     }
 

@@ -49,6 +49,10 @@ pub enum EndpointError {
         #[source]
         reason: MalformedReason,
     },
+    /// The `private_key_jwt` assertion could not be made (an unusable key, or the
+    /// `oauth-jwt` feature is off).
+    #[error("could not sign the client assertion: {0}")]
+    Assertion(String),
     /// No token endpoint authentication method both sides support.
     #[error("no token endpoint authentication method in common (server offers {0:?})")]
     NoAuthMethod(Vec<String>),
@@ -96,6 +100,9 @@ pub fn auth_method(
     if let Some(method) = &client.token_endpoint_auth_method {
         return Ok(method.clone());
     }
+    if client.private_key_pem.is_some() {
+        return Ok("private_key_jwt".to_owned());
+    }
     if client.client_secret.is_none() {
         return Ok("none".to_owned());
     }
@@ -108,6 +115,19 @@ pub fn auth_method(
         }
     }
     Err(EndpointError::NoAuthMethod(offered.clone()))
+}
+
+/// `client_assertion_type` of `private_key_jwt` (RFC 7523 §2.2).
+const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+#[cfg(feature = "oauth-jwt")]
+use super::jwt::client_assertion;
+
+#[cfg(not(feature = "oauth-jwt"))]
+fn client_assertion(_: &str, _: &str, _: &str) -> Result<String, EndpointError> {
+    Err(EndpointError::Assertion(
+        "private_key_jwt needs the `oauth-jwt` feature of mcpflow".into(),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -151,6 +171,7 @@ impl Endpoints<'_> {
         requested_scope: Option<&str>,
     ) -> Result<Tokens, EndpointError> {
         const NAME: &str = "token endpoint";
+        let assertion;
         let mut pairs: Vec<(&str, &str)> = params.to_vec();
         let mut request = self.http.post(token_endpoint.clone());
         let secret = client.client_secret.as_ref().map(Secret::expose);
@@ -167,6 +188,14 @@ impl Endpoints<'_> {
             "client_secret_post" => {
                 pairs.push(("client_id", &client.client_id));
                 pairs.push(("client_secret", secret.unwrap_or_default()));
+            }
+            "private_key_jwt" => {
+                let pem = client.private_key_pem.as_ref().ok_or_else(|| {
+                    EndpointError::Assertion("the registration has no private key".into())
+                })?;
+                assertion = client_assertion(&client.client_id, issuer, pem.expose())?;
+                pairs.push(("client_assertion_type", JWT_BEARER_ASSERTION));
+                pairs.push(("client_assertion", &assertion));
             }
             _ => pairs.push(("client_id", &client.client_id)),
         }
@@ -271,6 +300,7 @@ impl Endpoints<'_> {
                 .filter(|_| method != "none")
                 .map(Secret::new),
             token_endpoint_auth_method: Some(method),
+            private_key_pem: None,
         })
     }
 
