@@ -252,6 +252,17 @@ impl TokenStore for MemoryTokenStore {
 
 /// A store in one JSON file, readable by its owner only (mode 0600 on Unix), written
 /// whole to a temporary file and renamed over the old one so a crash leaves either.
+///
+/// ```no_run
+/// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use mcpflow::auth::{FileTokenStore, HeadlessRedirect, OAuthConfig};
+///
+/// let store = Arc::new(FileTokenStore::new("/home/me/.config/mcpflow/tokens.json"));
+/// let user = HeadlessRedirect::new("http://127.0.0.1:3000/callback".parse()?)?;
+/// let config = OAuthConfig::authorization_code(user).store(store);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct FileTokenStore {
     path: PathBuf,

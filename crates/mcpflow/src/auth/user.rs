@@ -127,6 +127,20 @@ type OpenUrl = dyn Fn(&Url) -> std::io::Result<()> + Send + Sync;
 
 /// Opens the authorization URL (in a browser, through the callback) and receives the
 /// redirect on `http://127.0.0.1:PORT/callback`, one request per authorization.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use mcpflow::auth::{LoopbackRedirect, OAuthConfig};
+///
+/// let user = LoopbackRedirect::bind(0, Duration::from_secs(300), |url| {
+///     eprintln!("open this URL to authorize: {url}");
+///     Ok(())
+/// })
+/// .await?;
+/// let config = OAuthConfig::authorization_code(user);
+/// # Ok(()) }
+/// ```
 pub struct LoopbackRedirect {
     listener: Mutex<TcpListener>,
     redirect_uri: Url,
