@@ -189,7 +189,7 @@ run_client_suite() {
         if [[ $retried -gt 0 ]]; then
             echo "$title: passed ($retried scenario(s) passed only when re-run on their own)"
         else
-            echo "$title: passed (only baseline OAuth scenarios failed)"
+            echo "$title: passed (no failure beyond the baseline)"
         fi
     else
         failures+=("$title")
