@@ -6,7 +6,8 @@
 #   2. server suite of the pinned 0.2.0 alpha, the scenarios the 2025-11-25 revision requires
 #      (`--requirements 2025-11-25`; its 2026-07-28 requirement set is not run here);
 #   3. client suite `core` of the pinned release against the `conformance_client` example, with
-#      conformance/expected-failures.yml as the baseline (OAuth scenarios only).
+#      conformance/expected-failures.yml as the baseline (OAuth scenarios only);
+#   4. the alpha's 2026-07-28 OAuth client scenarios, one at a time.
 # Client scenarios run in parallel. A non-auth client scenario that fails there (or passes no
 # check at all) is re-run once on its own before it counts as a failure: `sse-retry` has a
 # 450-700 ms reconnect window that CPU contention on 2 cores can push it out of.
@@ -188,13 +189,57 @@ run_client_suite() {
         if [[ $retried -gt 0 ]]; then
             echo "$title: passed ($retried scenario(s) passed only when re-run on their own)"
         else
-            echo "$title: passed (only baseline OAuth scenarios failed)"
+            echo "$title: passed (no failure beyond the baseline)"
         fi
     else
         failures+=("$title")
     fi
 }
 run_client_suite
+
+# --- the alpha's 2026-07-28 OAuth client scenarios, one at a time ---------------------------
+# The runner serves them at the 2026-07-28 wire. Those in alpha_auth_pending use servers that
+# accept only that wire: they count as expected failures until the client speaks it (their
+# OAuth checks pass already), and must be removed from the list once they pass.
+alpha_auth_pending=(auth/offline-access-scope auth/offline-access-not-supported
+    auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised)
+run_alpha_auth() {
+    local title="client auth scenarios, conformance $v_alpha (--requirements 2026-07-28)"
+    local s out verdict passed=0 pending=0 scenarios
+    echo "==> $title"
+    if [[ $client_built -eq 0 ]]; then
+        failures+=("$title: the conformance_client example did not build")
+        return
+    fi
+    mapfile -t scenarios < <("${conformance_alpha[@]}" list --client --requirements 2026-07-28 2>&1 |
+        sed -n 's/^ *- \(auth\/[^ ]*\)$/\1/p')
+    if [[ ${#scenarios[@]} -eq 0 ]]; then
+        failures+=("$title: the runner listed no auth scenario")
+        return
+    fi
+    for s in "${scenarios[@]}"; do
+        out="$logs/client-$v_alpha.${s//\//_}.out"
+        timeout -k 10 120 "${conformance_alpha[@]}" client --command "$client_cmd" --scenario "$s" \
+            -o "$logs/client-$v_alpha-auth" >"$out" 2>&1
+        verdict="$(results solo "$out")"
+        if [[ " ${alpha_auth_pending[*]} " == *" $s "* ]]; then
+            if [[ "$verdict" == pass ]]; then
+                echo "  FAIL $s now passes: remove it from alpha_auth_pending"
+                failures+=("$title: $s")
+            else
+                pending=$((pending + 1))
+            fi
+        elif [[ "$verdict" == pass ]]; then
+            passed=$((passed + 1))
+        else
+            echo "  FAIL $s: ${verdict#fail }"
+            results details "$logs/client-$v_alpha-auth" "$s"
+            failures+=("$title: $s")
+        fi
+    done
+    echo "$title: $passed/${#scenarios[@]} passed, $pending pending the 2026-07-28 client wire"
+}
+run_alpha_auth
 
 echo "logs: $logs"
 if [[ ${#failures[@]} -gt 0 ]]; then

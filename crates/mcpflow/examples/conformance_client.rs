@@ -13,7 +13,8 @@
 //! Scenarios: `initialize` (handshake, list tools, close), `tools_call` (call
 //! `add_numbers`), `elicitation-sep1034-client-defaults` (answer elicitation with the
 //! schema's defaults), `sse-retry` (a tool whose result arrives after the stream is
-//! resumed). Any other scenario runs the handshake and lists tools. The exit status is
+//! resumed), `auth/*` (OAuth as the scenario asks, then list and call every tool).
+//! Any other scenario runs the handshake and lists tools. The exit status is
 //! non-zero on any error, which is printed. Logs go to stderr (`RUST_LOG`, default
 //! `warn`).
 
@@ -72,7 +73,11 @@ pub mod conformance {
     /// Whatever fails: the transport configuration, the handshake, a call, or a tool that
     /// reports an error.
     pub async fn run(url: &str, scenario: &str) -> Result<(), Error> {
-        let transport = mcpflow::http::client::HttpClientTransport::new(url)?;
+        let mut transport = mcpflow::http::client::HttpClientTransport::builder(url);
+        if scenario.starts_with("auth/") {
+            transport = transport.oauth(oauth_config(scenario)?);
+        }
+        let transport = transport.build()?;
         let mut builder = Client::builder("mcpflow-conformance-client", env!("CARGO_PKG_VERSION"))
             .protocol_version(ProtocolVersion::V2025_11_25);
         if scenario.starts_with("elicitation") {
@@ -91,6 +96,7 @@ pub mod conformance {
         let to_call: Vec<&Tool> = match scenario {
             "tools_call" => tools.iter().filter(|t| t.name == "add_numbers").collect(),
             "elicitation-sep1034-client-defaults" | "sse-retry" => tools.iter().collect(),
+            s if s.starts_with("auth/") => tools.iter().collect(),
             _ => Vec::new(),
         };
         if scenario == "tools_call" && to_call.is_empty() {
@@ -108,6 +114,46 @@ pub mod conformance {
             }
         }
         Ok(())
+    }
+
+    /// The Client ID Metadata Document URL the suite's authorization servers expect.
+    const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+    /// OAuth for an `auth/*` scenario: client credentials from the context for the
+    /// machine-client scenarios, else the authorization-code flow with a headless user
+    /// step (the suite's authorization server redirects at once), a Client ID Metadata
+    /// Document URL, and the context's pre-registered credentials if any.
+    fn oauth_config(scenario: &str) -> Result<mcpflow::auth::OAuthConfig, Error> {
+        use mcpflow::auth::{ClientRegistration, HeadlessRedirect, OAuthConfig};
+        let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+            Ok(text) => serde_json::from_str(&text)?,
+            Err(_) => Value::Null,
+        };
+        let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
+        let registered = match (field("client_id"), field("client_secret")) {
+            // Signing needs the `oauth-jwt` feature; without it the token request fails.
+            (Some(id), _) if field("private_key_pem").is_some() => {
+                Some(ClientRegistration::private_key_jwt(
+                    id,
+                    field("private_key_pem").unwrap_or_default(),
+                ))
+            }
+            (Some(id), Some(secret)) => Some(ClientRegistration::confidential(id, secret)),
+            (Some(id), None) => Some(ClientRegistration::public(id)),
+            _ => None,
+        };
+        if scenario.starts_with("auth/client-credentials") {
+            let client = registered.ok_or("the scenario context has no client_id")?;
+            return Ok(OAuthConfig::client_credentials(client));
+        }
+        let user = HeadlessRedirect::new("http://localhost:3000/callback".parse()?)?;
+        let mut config = OAuthConfig::authorization_code(user)
+            .client_name("mcpflow-conformance-client")
+            .client_metadata_url(CLIENT_METADATA_URL);
+        if let Some(client) = registered {
+            config = config.pre_registered(None, client);
+        }
+        Ok(config)
     }
 
     /// Arguments for `tool`: `{"a": 5, "b": 3}` for `add_numbers`, else a value of the

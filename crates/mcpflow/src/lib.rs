@@ -80,10 +80,12 @@
 //! | feature | default | what it adds |
 //! | --- | --- | --- |
 //! | `http-server` | on | `http::server`: the streamable HTTP server (axum) |
-//! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback |
+//! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback; `auth`: OAuth client building blocks |
 //! | `rustls` | off | `https://` URLs for the HTTP client |
 //! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
+#[cfg(feature = "http-client")]
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod error;

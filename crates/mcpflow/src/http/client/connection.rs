@@ -39,6 +39,7 @@ pub(super) struct Config {
     pub(super) url: Url,
     pub(super) headers: HeaderMap,
     pub(super) bearer: Option<TokenProvider>,
+    pub(super) oauth: Option<Arc<crate::auth::oauth::OAuthClient>>,
     pub(super) max_reconnects: u32,
     pub(super) sse_idle_timeout: Duration,
     pub(super) reconnect_delay: Duration,
@@ -285,9 +286,10 @@ impl Connection {
         accept: &'static str,
         with_version: bool,
     ) -> RequestBuilder {
-        let token = match &self.config.bearer {
-            Some(provider) => provider().await,
-            None => None,
+        let token = match (&self.config.oauth, &self.config.bearer) {
+            (Some(oauth), _) => oauth.bearer().await.map(|t| t.expose().to_owned()),
+            (None, Some(provider)) => provider().await,
+            (None, None) => None,
         };
         let (session, version) = {
             let state = lock(&self.state);

@@ -43,12 +43,11 @@ pub(super) async fn fall_back(
         "the server refused the initialize POST; trying the HTTP+SSE transport of 2024-11-05"
     );
     let refused = format!("POST answered {post_status} ({post_body})");
-    let response = match conn
-        .prepare(Method::GET, url.clone(), ACCEPT_STREAM, false)
-        .await
-        .send()
-        .await
-    {
+    let sent = super::authorize::send(conn, "GET stream", || {
+        conn.prepare(Method::GET, url.clone(), ACCEPT_STREAM, false)
+    })
+    .await;
+    let response = match sent {
         Ok(response) => response,
         Err(e) => {
             let detail = format!(
@@ -145,13 +144,13 @@ pub(super) async fn post(
     endpoint: Url,
     gate: &mut Option<oneshot::Sender<()>>,
 ) {
-    let sent = conn
-        .prepare(Method::POST, endpoint, ACCEPT_POST, false)
-        .await
-        .header(CONTENT_TYPE, "application/json")
-        .body(outgoing.bytes.clone())
-        .send()
-        .await;
+    let sent = super::authorize::send(conn, "POST", || async {
+        conn.prepare(Method::POST, endpoint.clone(), ACCEPT_POST, false)
+            .await
+            .header(CONTENT_TYPE, "application/json")
+            .body(outgoing.bytes.clone())
+    })
+    .await;
     gate.take();
     match sent {
         Ok(response) if response.status().is_success() => {}

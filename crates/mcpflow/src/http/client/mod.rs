@@ -25,6 +25,10 @@
 //!   the transport opens the URL as an HTTP+SSE event stream, waits for its `endpoint`
 //!   event and POSTs every message there; answers arrive on that stream. When that
 //!   stream ends, the connection ends.
+//! - **Authorization.** With [`HttpClientBuilder::oauth`], a 401 (or a 403
+//!   `insufficient_scope`) runs the OAuth 2.1 flow of [`crate::auth`] and the request is
+//!   sent again; the token then goes on every request, streams and `DELETE` included.
+//!   [`HttpClientBuilder::bearer_token`] supplies a token from elsewhere instead.
 //! - **Close** sends `DELETE` with the session id (bounded by
 //!   [`close_timeout`](HttpClientBuilder::close_timeout)) and stops every stream.
 //!
@@ -47,6 +51,7 @@
 //! # Ok(()) }
 //! ```
 
+mod authorize;
 mod connection;
 mod legacy;
 mod outgoing;
@@ -109,6 +114,7 @@ pub struct HttpClientBuilder {
     url: String,
     headers: Vec<(String, String)>,
     bearer: Option<TokenProvider>,
+    oauth: Option<crate::auth::OAuthConfig>,
     max_reconnects: u32,
     sse_idle_timeout: Duration,
     reconnect_delay: Duration,
@@ -128,6 +134,7 @@ impl fmt::Debug for HttpClientBuilder {
                 &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
             )
             .field("bearer", &self.bearer.is_some())
+            .field("oauth", &self.oauth)
             .field("max_reconnects", &self.max_reconnects)
             .field("sse_idle_timeout", &self.sse_idle_timeout)
             .field("reconnect_delay", &self.reconnect_delay)
@@ -146,6 +153,7 @@ impl HttpClientBuilder {
             url,
             headers: Vec::new(),
             bearer: None,
+            oauth: None,
             max_reconnects: 5,
             sse_idle_timeout: Duration::from_secs(300),
             reconnect_delay: Duration::from_secs(1),
@@ -171,6 +179,15 @@ impl HttpClientBuilder {
         Fut: Future<Output = Option<String>> + Send + 'static,
     {
         self.bearer = Some(Arc::new(move || Box::pin(provider())));
+        self
+    }
+
+    /// Run OAuth 2.1 when the server asks for it: on a 401 (or a 403
+    /// `insufficient_scope`), discover the authorization server, obtain a token as
+    /// `config` says and send the request again; then send the token on every request.
+    /// Replaces [`bearer_token`](Self::bearer_token). Default: off.
+    pub fn oauth(mut self, config: crate::auth::OAuthConfig) -> Self {
+        self.oauth = Some(config);
         self
     }
 
@@ -272,10 +289,18 @@ impl HttpClientBuilder {
             .connect_timeout(self.connect_timeout)
             .build()
             .map_err(|e| BuildError::Client(e.to_string()))?;
+        let oauth = self.oauth.map(|c| {
+            Arc::new(crate::auth::oauth::OAuthClient::new(
+                c,
+                http.clone(),
+                url.clone(),
+            ))
+        });
         let config = connection::Config {
             url,
             headers,
             bearer: self.bearer,
+            oauth,
             max_reconnects: self.max_reconnects,
             sse_idle_timeout: self.sse_idle_timeout,
             reconnect_delay: self.reconnect_delay,

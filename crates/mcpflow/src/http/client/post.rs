@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
+use super::authorize;
 use super::connection::{
     ACCEPT_POST, Connection, Mode, Waiter, body_snippet, content_type, describe, is_event_stream,
 };
@@ -88,27 +89,44 @@ fn post<'a>(
         }
         // Never send with a session that is being replaced.
         drop(conn.reinitializing.lock().await);
-        let url = conn.config.url.clone();
         let sent_session = conn.session();
-        let request = conn
-            .prepare(Method::POST, url, ACCEPT_POST, !outgoing.is_initialize())
-            .await
-            .header(CONTENT_TYPE, "application/json")
-            .body(outgoing.bytes.clone());
-        // A request answered elsewhere or cancelled meanwhile needs no answer here.
-        let Some(response) = waiter
-            .unless_settled(acknowledged(request.send(), gate, outgoing.is_request()))
-            .await
-        else {
-            return;
-        };
-        let response = match response {
-            Ok(response) => response,
-            Err(e) => {
-                let detail = format!("could not send {}: {}", outgoing.describe(), describe(&e));
-                conn.fail_frame(outgoing, waiter, http("POST", None, detail))
-                    .await;
+        let mut sends = 0;
+        let response = loop {
+            let generation = authorize::generation(conn);
+            let request = conn
+                .prepare(
+                    Method::POST,
+                    conn.config.url.clone(),
+                    ACCEPT_POST,
+                    !outgoing.is_initialize(),
+                )
+                .await
+                .header(CONTENT_TYPE, "application/json")
+                .body(outgoing.bytes.clone());
+            // A request answered elsewhere or cancelled meanwhile needs no answer here.
+            let Some(response) = waiter
+                .unless_settled(acknowledged(request.send(), gate, outgoing.is_request()))
+                .await
+            else {
                 return;
+            };
+            let response = match response {
+                Ok(response) => response,
+                Err(e) => {
+                    let detail =
+                        format!("could not send {}: {}", outgoing.describe(), describe(&e));
+                    conn.fail_frame(outgoing, waiter, http("POST", None, detail))
+                        .await;
+                    return;
+                }
+            };
+            match authorize::after(conn, "POST", &response, generation, &mut sends).await {
+                authorize::Step::Proceed => break response,
+                authorize::Step::Retry => {}
+                authorize::Step::Fail(error) => {
+                    conn.fail_frame(outgoing, waiter, error).await;
+                    return;
+                }
             }
         };
         let status = response.status();

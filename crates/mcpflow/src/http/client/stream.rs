@@ -215,11 +215,13 @@ enum Resumed {
 async fn resume(conn: &Connection, last_id: &str) -> Resumed {
     let url = conn.config.url.clone();
     let sent_session = conn.session();
-    let request = conn
-        .prepare(Method::GET, url, ACCEPT_STREAM, true)
-        .await
-        .header(LAST_EVENT_ID_HEADER, last_id);
-    let response = match request.send().await {
+    let sent = super::authorize::send(conn, "reconnect", || async {
+        conn.prepare(Method::GET, url.clone(), ACCEPT_STREAM, true)
+            .await
+            .header(LAST_EVENT_ID_HEADER, last_id)
+    })
+    .await;
+    let response = match sent {
         Ok(response) => response,
         Err(e) => {
             return Resumed::Retry {
@@ -298,12 +300,16 @@ enum Opened {
 }
 
 async fn open(conn: &Connection, last_id: Option<&str>) -> Opened {
-    let url = conn.config.url.clone();
-    let mut request = conn.prepare(Method::GET, url, ACCEPT_STREAM, true).await;
-    if let Some(id) = last_id {
-        request = request.header(LAST_EVENT_ID_HEADER, id);
-    }
-    match request.send().await {
+    let sent = super::authorize::send(conn, "GET stream", || async {
+        let url = conn.config.url.clone();
+        let request = conn.prepare(Method::GET, url, ACCEPT_STREAM, true).await;
+        match last_id {
+            Some(id) => request.header(LAST_EVENT_ID_HEADER, id),
+            None => request,
+        }
+    })
+    .await;
+    match sent {
         Ok(response) if response.status().is_success() && is_event_stream(&response) => {
             Opened::Stream(response)
         }

@@ -1,0 +1,122 @@
+//! What the OAuth client flow is configured with ([`OAuthConfig`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::store::{ClientRegistration, MemoryTokenStore, TokenStore};
+use super::user::UserAuthorization;
+
+/// How tokens are obtained.
+#[derive(Clone)]
+pub(crate) enum Grant {
+    AuthorizationCode(Arc<dyn UserAuthorization>),
+    ClientCredentials(ClientRegistration),
+}
+
+/// OAuth configuration for an HTTP client transport.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcpflow::auth::{HeadlessRedirect, OAuthConfig};
+/// use mcpflow::http::client::HttpClientTransport;
+///
+/// let user = HeadlessRedirect::new("http://127.0.0.1:3000/callback".parse()?)?;
+/// let transport = HttpClientTransport::builder("https://mcp.example.com/mcp")
+///     .oauth(OAuthConfig::authorization_code(user).client_name("my-agent"))
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct OAuthConfig {
+    pub(crate) grant: Grant,
+    pub(crate) client_name: String,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) pre_registered: Vec<(Option<String>, ClientRegistration)>,
+    pub(crate) store: Arc<dyn TokenStore>,
+    pub(crate) max_attempts: u32,
+    pub(crate) timeout: Duration,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_name", &self.client_name)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("pre_registered", &self.pre_registered)
+            .field("max_attempts", &self.max_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthConfig {
+    fn with_grant(grant: Grant) -> Self {
+        Self {
+            grant,
+            client_name: "mcpflow".to_owned(),
+            client_metadata_url: None,
+            pre_registered: Vec::new(),
+            store: Arc::new(MemoryTokenStore::new()),
+            max_attempts: 3,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Authorization code with PKCE; `user` visits the authorization URL.
+    #[must_use]
+    pub fn authorization_code(user: impl UserAuthorization + 'static) -> Self {
+        Self::with_grant(Grant::AuthorizationCode(Arc::new(user)))
+    }
+
+    /// Client credentials, for a machine client registered as `client`.
+    #[must_use]
+    pub fn client_credentials(client: ClientRegistration) -> Self {
+        Self::with_grant(Grant::ClientCredentials(client))
+    }
+
+    /// The `client_name` for dynamic registration. Default: `mcpflow`.
+    #[must_use]
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// The https URL of this client's Client ID Metadata Document, used as `client_id` at
+    /// servers that advertise `client_id_metadata_document_supported`.
+    #[must_use]
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Credentials registered beforehand at `issuer` (`None`: at any issuer without
+    /// credentials of its own).
+    #[must_use]
+    pub fn pre_registered(mut self, issuer: Option<&str>, client: ClientRegistration) -> Self {
+        self.pre_registered
+            .push((issuer.map(str::to_owned), client));
+        self
+    }
+
+    /// Where tokens and registrations are kept. Default: a [`MemoryTokenStore`].
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Authorization attempts in a row (without a request succeeding between them)
+    /// before giving up. Default: 3.
+    #[must_use]
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = n.max(1);
+        self
+    }
+
+    /// The limit on each request to the authorization server and on the user step.
+    /// Default: 30 s.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}

@@ -1,0 +1,97 @@
+//! The OAuth hook of the transport: after a 401 or a 403 `insufficient_scope`, run the
+//! flow and say whether to send the request again. One request runs the flow at most
+//! `max_attempts` times, and the flow itself stops after as many attempts in a row
+//! across requests.
+
+use std::future::Future;
+
+use reqwest::header::WWW_AUTHENTICATE;
+use reqwest::{RequestBuilder, Response};
+
+use super::connection::Connection;
+use crate::auth::OAuthError;
+use crate::error::TransportError;
+
+/// What to do with a response.
+pub(super) enum Step {
+    /// Handle it as usual.
+    Proceed,
+    /// Tokens changed: send the request again.
+    Retry,
+    /// No token could be had.
+    Fail(TransportError),
+}
+
+/// The token generation to pass to [`after`] (0 without OAuth).
+pub(super) fn generation(conn: &Connection) -> u64 {
+    conn.config.oauth.as_ref().map_or(0, |o| o.generation())
+}
+
+/// Inspects `response` to a request sent at token `generation`.
+pub(super) async fn after(
+    conn: &Connection,
+    context: &'static str,
+    response: &Response,
+    generation: u64,
+    sends: &mut u32,
+) -> Step {
+    let Some(oauth) = &conn.config.oauth else {
+        return Step::Proceed;
+    };
+    let status = response.status();
+    if status.is_success() {
+        oauth.succeeded();
+        return Step::Proceed;
+    }
+    if !matches!(status.as_u16(), 401 | 403) {
+        return Step::Proceed;
+    }
+    if *sends >= oauth.max_attempts() {
+        return Step::Fail(TransportError::Http {
+            context,
+            status: Some(status.as_u16()),
+            detail: format!("still refused after {sends} authorization attempts"),
+        });
+    }
+    *sends += 1;
+    let values: Vec<&str> = response
+        .headers()
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    match oauth.challenged(status.as_u16(), &values, generation).await {
+        Ok(()) => Step::Retry,
+        Err(OAuthError::Forbidden) => Step::Proceed,
+        Err(e) => {
+            tracing::warn!(error = %e, "OAuth authorization failed");
+            Step::Fail(TransportError::Http {
+                context,
+                status: Some(status.as_u16()),
+                detail: format!("the server requires authorization, which failed: {e}"),
+            })
+        }
+    }
+}
+
+/// Sends the request `make` builds, again after a successful authorization; an
+/// authorization failure leaves the refusing response to the caller (it is logged).
+pub(super) async fn send<F, Fut>(
+    conn: &Connection,
+    context: &'static str,
+    mut make: F,
+) -> Result<Response, reqwest::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = RequestBuilder>,
+{
+    let mut sends = 0;
+    loop {
+        let generation = generation(conn);
+        let response = make().await.send().await?;
+        match after(conn, context, &response, generation, &mut sends).await {
+            Step::Retry => {}
+            Step::Proceed | Step::Fail(_) => return Ok(response),
+        }
+    }
+}
