@@ -248,6 +248,13 @@ impl ServerContext {
 
     /// Ask the user for input through the client (`elicitation/create`).
     ///
+    /// On a 2026-07-28 request this (like [`create_message`](Self::create_message) and
+    /// [`list_roots`](Self::list_roots)) does not send a request: the client gets an
+    /// `input_required` result and retries with the answer, and the handler runs again
+    /// from the start, this call then returning the answer at once. Whatever the handler
+    /// does before its input calls happens again on each round; keep it free of side
+    /// effects, or make them idempotent.
+    ///
     /// # Errors
     /// [`SessionError::Rejected`] when the client did not declare the elicitation mode.
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, SessionError> {
