@@ -4,7 +4,9 @@
 #   1. server suite of the pinned release (0.1.16), `--suite all`, against
 #      `mcpflow serve everything --http 127.0.0.1:PORT` (endpoint /mcp);
 #   2. server suite of the pinned 0.2.0 alpha, the scenarios the 2025-11-25 revision requires
-#      (`--requirements 2025-11-25`; its 2026-07-28 requirement set is not run here);
+#      (`--requirements 2025-11-25`), then those 2026-07-28 requires (`--requirements 2026-07-28`,
+#      stateless requests on the same endpoint; the runner also runs extension and pending
+#      scenarios there, such as tasks, and reports them unscored);
 #   3. client suite `core` of the pinned release against the `conformance_client` example, with
 #      conformance/expected-failures.yml as the baseline (OAuth scenarios only);
 #   4. the alpha's 2026-07-28 OAuth client scenarios, one at a time.
@@ -127,6 +129,8 @@ run_server_suite server-"$v_stable" "server suite, conformance $v_stable (--suit
     "${conformance_stable[@]}" server --suite all
 run_server_suite server-"$v_alpha" "server suite, conformance $v_alpha (--requirements 2025-11-25)" \
     "${conformance_alpha[@]}" server --requirements 2025-11-25
+run_server_suite server-"$v_alpha"-2026 "server suite, conformance $v_alpha (--requirements 2026-07-28)" \
+    "${conformance_alpha[@]}" server --requirements 2026-07-28
 
 # --- the conformance_client example against the runner's scenario servers ------------------
 run_client_suite() {

@@ -212,7 +212,8 @@ async def main() -> None:
             if MAJOR >= 2:
                 from mcp import Client
 
-                async with Client(tapped(transport()), mode=a.mode, **common) as client:
+                # On 2026-07-28 log messages are opt-in per request (`_meta` logLevel).
+                async with Client(tapped(transport()), mode=a.mode, log_level="debug", **common) as client:
                     out["protocolVersion"] = client.protocol_version
                     info = client.server_info
                     out["server"] = getattr(info, "name", None)

@@ -143,11 +143,14 @@ fn sep1330_schema() -> Value {
 }
 
 fn json_schema_2020_12() -> JsonObject {
+    // Every 2020-12 keyword family the 2026-07-28 scenario looks for: references with an
+    // anchor, composition and conditionals.
     object(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {
                     "street": { "type": "string" },
@@ -157,8 +160,15 @@ fn json_schema_2020_12() -> JsonObject {
         },
         "properties": {
             "name": { "type": "string" },
-            "address": { "$ref": "#/$defs/address" }
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" }
         },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
         "additionalProperties": false
     }))
 }
@@ -171,6 +181,7 @@ pub fn everything_server() -> Server {
     let builder = Server::builder("mcpflow-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance test server of mcpflow.")
         .with(crate::features::feature_tools)
+        .with(crate::everything_2026::register)
         // ---- tools ----
         .typed_tool("test_simple_text", "Tests simple text content response", |_args: NoArgs, _cx| async { Ok::<_, ToolError>(CallToolResult::text("This is a simple text response for testing.")) },
         )

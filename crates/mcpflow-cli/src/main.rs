@@ -15,6 +15,7 @@ mod call;
 mod connect;
 mod demo;
 mod everything;
+mod everything_2026;
 mod failure;
 mod features;
 mod host;

@@ -330,7 +330,7 @@ fn inspect_json_lists_everything() {
     assert_eq!(schema["inputSchema"]["additionalProperties"], false);
     assert_eq!(
         out["prompts"].as_array().unwrap().len(),
-        4,
+        5,
         "{}",
         describe(&run)
     );
@@ -383,14 +383,22 @@ fn json_schema_2020_12_tool_keeps_its_schema_verbatim() {
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": { "street": { "type": "string" }, "city": { "type": "string" } }
             }
         },
         "properties": {
             "name": { "type": "string" },
-            "address": { "$ref": "#/$defs/address" }
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" }
         },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
         "additionalProperties": false
     });
     assert_eq!(tool["inputSchema"], expected);

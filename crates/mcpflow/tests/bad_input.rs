@@ -176,9 +176,9 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Outcome)> {
             Error(METHOD_NOT_FOUND, Some(30)),
         ),
         (
-            "server/discover (2026 probe)",
+            "server/discover without the per-request _meta (2026-07-28 refuses it as invalid params)",
             s(r#"{"jsonrpc":"2.0","id":31,"method":"server/discover","params":{}}"#),
-            Error(METHOD_NOT_FOUND, Some(31)),
+            Error(INVALID_PARAMS, Some(31)),
         ),
         (
             "invalid cursor",

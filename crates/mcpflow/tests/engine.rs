@@ -502,7 +502,7 @@ async fn malformed_input_is_answered_and_the_connection_keeps_serving() {
         (
             r#"{"jsonrpc":"2.0","id":4,"method":"server/discover"}"#,
             json!(4),
-            -32601,
+            -32602,
         ),
         (
             r#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#,

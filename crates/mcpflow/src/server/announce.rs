@@ -131,6 +131,10 @@ impl Server {
     /// (`notifications/resources/updated`), from anywhere: a file watcher, another
     /// task. Clients that did not subscribe to `uri` are not told.
     pub async fn notify_resource_updated(&self, uri: &str) {
+        self.inner
+            .listeners
+            .announce(method::RESOURCE_UPDATED, Some(uri))
+            .await;
         for (peer, connection) in self.connections() {
             if let Some(connection) = connection.upgrade() {
                 let _ = connection.notify_resource_updated(&peer, uri).await;
@@ -149,9 +153,14 @@ impl Server {
         connections.clone()
     }
 
+    /// Announce a list change to handshake-era connections and to the listen streams
+    /// that asked for it.
     async fn broadcast(&self, notification: &str) {
-        for (peer, _) in self.connections() {
-            let _ = peer.notify_raw::<()>(notification, None).await;
+        self.inner.listeners.announce(notification, None).await;
+        for (peer, connection) in self.connections() {
+            if connection.upgrade().is_some_and(|c| c.takes_broadcasts()) {
+                let _ = peer.notify_raw::<()>(notification, None).await;
+            }
         }
     }
 }

@@ -24,6 +24,11 @@ pub(crate) struct Connection {
     pub(super) log_level: AtomicU8,
     pub(super) initialized: AtomicBool,
     pub(super) subscriptions: Mutex<HashSet<String>>,
+    /// Every request is a 2026-07-28 one (an HTTP request without a session).
+    pub(crate) modern_only: AtomicBool,
+    /// A 2026-07-28 request came in: without a handshake, the connection gets no
+    /// untagged server-wide notifications.
+    pub(crate) saw_modern: AtomicBool,
 }
 
 impl Connection {
@@ -34,12 +39,22 @@ impl Connection {
             log_level: AtomicU8::new(0),
             initialized: AtomicBool::new(false),
             subscriptions: Mutex::default(),
+            modern_only: AtomicBool::new(false),
+            saw_modern: AtomicBool::new(false),
         }
     }
 
     /// Record the handshake; `false` when the connection already had one.
     pub(crate) fn record_handshake(&self, handshake: Handshake) -> bool {
         self.handshake.set(handshake).is_ok()
+    }
+
+    /// Whether the connection takes untagged server-wide notifications (list changes):
+    /// only a handshake-era one does.
+    pub(crate) fn takes_broadcasts(&self) -> bool {
+        self.handshake.get().is_some()
+            || !(self.modern_only.load(Ordering::Acquire)
+                || self.saw_modern.load(Ordering::Acquire))
     }
 
     pub(crate) fn client_capabilities(&self) -> ClientCapabilities {

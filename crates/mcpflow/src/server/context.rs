@@ -11,9 +11,11 @@ use mcpflow_protocol::{
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use super::modern::Modern;
 use super::{Connection, Server};
 use crate::error::SessionError;
 use crate::session::{Peer, RequestContext, RequestOptions};
+use mcpflow_protocol::mrtr::InputRequest;
 
 /// Given to every server handler: report progress, log, reach the client (sampling,
 /// elicitation, roots), see cancellation, and change what the server offers.
@@ -24,6 +26,10 @@ use crate::session::{Peer, RequestContext, RequestOptions};
 pub struct ServerContext {
     request: RequestContext,
     connection: Arc<Connection>,
+    /// What a 2026-07-28 request said about its client, in place of the handshake.
+    modern: Option<Arc<Modern>>,
+    /// The key the next input call is asked under (2026-07-28 rounds).
+    input_key: Option<Arc<str>>,
 }
 
 impl ServerContext {
@@ -31,7 +37,40 @@ impl ServerContext {
         ServerContext {
             request,
             connection,
+            modern: None,
+            input_key: None,
         }
+    }
+
+    pub(crate) fn with_modern(mut self, modern: Arc<Modern>) -> Self {
+        self.modern = Some(modern);
+        self
+    }
+
+    /// This context with `key` naming the input its next `elicit`, `create_message` or
+    /// `list_roots` asks for, when a 2026-07-28 client is asked through an
+    /// `input_required` result (`inputRequests[key]`); otherwise keys follow call
+    /// order (`input-0`, `input-1`, ...). Handshake-era requests ignore it.
+    ///
+    /// ```no_run
+    /// # async fn f(cx: mcpflow::server::ServerContext) -> Result<(), mcpflow::SessionError> {
+    /// use mcpflow::protocol::ElicitRequestParams;
+    /// let schema = serde_json::json!({"type": "object", "properties": {}});
+    /// let schema = schema.as_object().cloned().unwrap_or_default();
+    /// let answer = cx.input_key("user_name").elicit(ElicitRequestParams::form("Name?", schema)).await?;
+    /// # drop(answer); Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn input_key(&self, key: &str) -> ServerContext {
+        let mut cx = self.clone();
+        cx.input_key = Some(Arc::from(key));
+        cx
+    }
+
+    /// Whether this request is a 2026-07-28 one (stateless, with its own `_meta`
+    /// envelope) rather than one of a handshake-era connection.
+    pub fn is_modern(&self) -> bool {
+        self.modern.is_some()
     }
 
     /// What this connection learned from the client, for the methods that change it.
@@ -64,19 +103,29 @@ impl ServerContext {
         self.request.meta()
     }
 
-    /// What the client declared in `initialize`.
+    /// What the client declared: in this request's `_meta` (2026-07-28), else in
+    /// `initialize`.
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        self.connection.client_capabilities()
+        match &self.modern {
+            Some(m) => m.capabilities.clone(),
+            None => self.connection.client_capabilities(),
+        }
     }
 
-    /// Who the client said it is.
+    /// Who the client said it is (in this request's `_meta`, or in `initialize`).
     pub fn client_info(&self) -> Option<Implementation> {
-        self.connection.client_info()
+        match &self.modern {
+            Some(m) => m.client_info.clone(),
+            None => self.connection.client_info(),
+        }
     }
 
-    /// The negotiated protocol version.
+    /// The request's protocol version (2026-07-28), or the negotiated one.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.connection.protocol_version()
+        match &self.modern {
+            Some(m) => Some(m.version.clone()),
+            None => self.connection.protocol_version(),
+        }
     }
 
     /// Over streamable HTTP, end the event stream that will carry this request's answer
@@ -109,6 +158,8 @@ impl ServerContext {
 
     /// Send a log message (`notifications/message`) if `level` is at or above the level
     /// the client set with `logging/setLevel` (everything is sent until it sets one).
+    /// A 2026-07-28 request gets messages only at or above the `logLevel` in its
+    /// `_meta`, and none without one.
     ///
     /// # Errors
     /// [`SessionError::Closed`] when the connection has ended.
@@ -137,7 +188,14 @@ impl ServerContext {
     }
 
     async fn send_log(&self, params: LoggingMessageNotificationParams) -> Result<(), SessionError> {
-        if params.level < self.connection.log_level() {
+        let least = match &self.modern {
+            Some(m) => match m.log_level {
+                Some(level) => level,
+                None => return Ok(()),
+            },
+            None => self.connection.log_level(),
+        };
+        if params.level < least {
             return Ok(());
         }
         self.peer()
@@ -159,14 +217,25 @@ impl ServerContext {
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, SessionError> {
         let caps = self.client_capabilities();
+        let with_tools = params.tools.is_some() || params.tool_choice.is_some();
         let Some(sampling) = caps.sampling else {
-            return Err(undeclared(method::SAMPLING_CREATE_MESSAGE, "sampling"));
+            return Err(self.undeclared(
+                method::SAMPLING_CREATE_MESSAGE,
+                "sampling",
+                serde_json::json!({"sampling": {}}),
+            ));
         };
-        if (params.tools.is_some() || params.tool_choice.is_some()) && sampling.tools.is_none() {
-            return Err(undeclared(
+        if with_tools && sampling.tools.is_none() {
+            return Err(self.undeclared(
                 method::SAMPLING_CREATE_MESSAGE,
                 "sampling with tools (sampling.tools)",
+                serde_json::json!({"sampling": {"tools": {}}}),
             ));
+        }
+        if self.modern.is_some() {
+            return self
+                .ask(InputRequest::CreateMessage(Box::new(params)))
+                .await;
         }
         self.peer()
             .request(
@@ -179,19 +248,30 @@ impl ServerContext {
 
     /// Ask the user for input through the client (`elicitation/create`).
     ///
+    /// On a 2026-07-28 request this (like [`create_message`](Self::create_message) and
+    /// [`list_roots`](Self::list_roots)) does not send a request: the client gets an
+    /// `input_required` result and retries with the answer, and the handler runs again
+    /// from the start, this call then returning the answer at once. Whatever the handler
+    /// does before its input calls happens again on each round; keep it free of side
+    /// effects, or make them idempotent.
+    ///
     /// # Errors
     /// [`SessionError::Rejected`] when the client did not declare the elicitation mode.
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, SessionError> {
         let caps = self.client_capabilities();
-        let declared = match &params {
-            ElicitRequestParams::Url(_) => caps.supports_url_elicitation(),
-            _ => caps.supports_form_elicitation(),
+        let (declared, mode) = match &params {
+            ElicitRequestParams::Url(_) => (caps.supports_url_elicitation(), "url"),
+            _ => (caps.supports_form_elicitation(), "form"),
         };
         if !declared {
-            return Err(undeclared(
+            return Err(self.undeclared(
                 method::ELICITATION_CREATE,
                 "this elicitation mode",
+                serde_json::json!({"elicitation": {mode: {}}}),
             ));
+        }
+        if self.modern.is_some() {
+            return self.ask(InputRequest::Elicit(params)).await;
         }
         self.peer()
             .request(method::ELICITATION_CREATE, &params, RequestOptions::new())
@@ -253,7 +333,14 @@ impl ServerContext {
     /// [`SessionError::Rejected`] when the client did not declare roots.
     pub async fn list_roots(&self) -> Result<ListRootsResult, SessionError> {
         if self.client_capabilities().roots.is_none() {
-            return Err(undeclared(method::ROOTS_LIST, "roots"));
+            return Err(self.undeclared(
+                method::ROOTS_LIST,
+                "roots",
+                serde_json::json!({"roots": {}}),
+            ));
+        }
+        if self.modern.is_some() {
+            return self.ask(InputRequest::ListRoots(None)).await;
         }
         let empty = RawValue::from_string("{}".to_owned()).ok();
         let raw = self
@@ -275,6 +362,43 @@ impl ServerContext {
         self.connection
             .notify_resource_updated(self.peer(), uri)
             .await
+    }
+}
+
+impl ServerContext {
+    /// The refusal of an input call the client did not declare: `-32021` naming the
+    /// capability for a 2026-07-28 request.
+    fn undeclared(&self, method: &str, what: &str, required: serde_json::Value) -> SessionError {
+        if self.modern.is_some() {
+            return SessionError::Rejected {
+                method: method.into(),
+                error: super::modern::missing_capability(required, what),
+            };
+        }
+        undeclared(method, what)
+    }
+
+    /// A 2026-07-28 input call: the answer this round carries for its key, or (with the
+    /// request registered for the `input_required` result) a wait that never ends.
+    async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        request: InputRequest,
+    ) -> Result<T, SessionError> {
+        let method = request.method().to_owned();
+        let Some(round) = self.modern.as_ref().and_then(|m| m.round.clone()) else {
+            return Err(SessionError::Rejected {
+                method: method.into(),
+                error: ErrorObject::invalid_params(
+                    "only tools/call, prompts/get and resources/read may ask the client for input",
+                ),
+            });
+        };
+        let key = round.next_key(self.input_key.as_deref());
+        if let Some(answer) = round.answer(&key) {
+            return Ok(answer);
+        }
+        round.ask(key, request);
+        std::future::pending().await
     }
 }
 

@@ -32,6 +32,14 @@ impl Service for ServerService {
         request: Request,
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
+        let server = &self.connection.server;
+        if server.inner.modern
+            && (self.connection.modern_only.load(Ordering::Acquire)
+                || super::modern::is_modern_request(&request.method, request.params.as_deref()))
+        {
+            self.connection.saw_modern.store(true, Ordering::Release);
+            return super::modern::handle(&self.connection, request.method, request.params, cx);
+        }
         if self.connection.server.lacks_capability_for(&request.method) {
             return boxed(std::future::ready(Err(ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,

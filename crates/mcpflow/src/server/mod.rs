@@ -27,6 +27,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod methods;
+mod modern;
 mod registry;
 mod typed;
 
@@ -47,6 +48,9 @@ use mcpflow_protocol::{
 
 pub(crate) use connection::{Connection, Handshake, LEVELS};
 pub use context::ServerContext;
+pub use modern::{CacheHints, StateKey};
+#[cfg_attr(not(feature = "http-server"), allow(unused_imports))]
+pub(crate) use modern::{is_modern_method, is_modern_request};
 pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
@@ -88,6 +92,12 @@ struct ServerInner {
     on_notification: Option<NotificationHook>,
     /// Every connection served, for what the server announces to all of them.
     connections: Mutex<Vec<(Peer, Weak<Connection>)>>,
+    /// Whether 2026-07-28 requests are served.
+    modern: bool,
+    cache_hints: CacheHints,
+    state_key: StateKey,
+    /// The open `subscriptions/listen` streams.
+    listeners: modern::Listeners,
 }
 
 impl fmt::Debug for Server {
@@ -111,6 +121,9 @@ pub struct ServerBuilder {
     config: SessionConfig,
     on_initialize: Option<InitializeHook>,
     on_notification: Option<NotificationHook>,
+    modern: bool,
+    cache_hints: CacheHints,
+    state_key: Option<StateKey>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -296,6 +309,30 @@ impl ServerBuilder {
         self
     }
 
+    /// Serve 2026-07-28 requests (the per-request `_meta` envelope, `server/discover`,
+    /// `subscriptions/listen`, `input_required` rounds) beside the handshake era on the
+    /// same connection or endpoint. Default: on. Off, such requests are served as
+    /// handshake-era ones and `server/discover` is `-32601`.
+    pub fn modern_era(mut self, on: bool) -> Self {
+        self.modern = on;
+        self
+    }
+
+    /// The `ttlMs` and `cacheScope` put on 2026-07-28 results of `server/discover`, the
+    /// lists and `resources/read` (a result that sets its own keeps them). Default:
+    /// 60 s, private.
+    pub fn cache_hints(mut self, hints: CacheHints) -> Self {
+        self.cache_hints = hints;
+        self
+    }
+
+    /// The key `requestState` is sealed with. Default: random per process; set the same
+    /// key on every instance that serves one endpoint.
+    pub fn state_key(mut self, key: StateKey) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
     /// The finished server.
     pub fn build(self) -> Server {
         let subscriptions = self.subscriptions
@@ -313,6 +350,10 @@ impl ServerBuilder {
                 on_initialize: self.on_initialize,
                 on_notification: self.on_notification,
                 connections: Mutex::new(Vec::new()),
+                modern: self.modern,
+                cache_hints: self.cache_hints,
+                state_key: self.state_key.unwrap_or_else(StateKey::random),
+                listeners: modern::Listeners::default(),
             }),
         }
     }
@@ -332,13 +373,33 @@ impl Server {
             config: SessionConfig::default(),
             on_initialize: None,
             on_notification: None,
+            modern: true,
+            cache_hints: CacheHints::default(),
+            state_key: None,
         }
     }
 
     /// Serve one connection. The engine starts at once; the client's `initialize` is
     /// answered like any other request.
     pub fn serve<T: Transport>(&self, transport: T) -> RunningServer {
-        let connection = Arc::new(Connection::new(self.clone()));
+        self.serve_connection(transport, Connection::new(self.clone()))
+    }
+
+    /// Serve a connection that only carries 2026-07-28 requests (an HTTP request
+    /// without a session): every request is checked for its envelope.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn serve_modern<T: Transport>(&self, transport: T) -> RunningServer {
+        let connection = Connection::new(self.clone());
+        connection.modern_only.store(true, Ordering::Release);
+        self.serve_connection(transport, connection)
+    }
+
+    fn serve_connection<T: Transport>(
+        &self,
+        transport: T,
+        connection: Connection,
+    ) -> RunningServer {
+        let connection = Arc::new(connection);
         let service = Arc::new(dispatch::ServerService {
             connection: connection.clone(),
         });
@@ -396,6 +457,33 @@ impl Server {
             method::PROMPTS_LIST | method::PROMPTS_GET => registry.prompts.is_empty(),
             _ => false,
         }
+    }
+
+    /// Whether 2026-07-28 requests are served ([`ServerBuilder::modern_era`]).
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn serves_modern(&self) -> bool {
+        self.inner.modern
+    }
+
+    /// The `(argument, header name)` pairs of a tool's `x-mcp-header` arguments, which a
+    /// 2026-07-28 HTTP request mirrors in `Mcp-Param-{name}` headers.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn tool_param_headers(&self, tool: &str) -> Vec<(String, String)> {
+        let registry = self.registry();
+        let Some(entry) = registry.tools.iter().find(|t| t.tool.name == tool) else {
+            return Vec::new();
+        };
+        let Some(serde_json::Value::Object(properties)) = entry.tool.input_schema.get("properties")
+        else {
+            return Vec::new();
+        };
+        properties
+            .iter()
+            .filter_map(|(argument, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?;
+                Some((argument.clone(), header.to_owned()))
+            })
+            .collect()
     }
 
     /// Who the server says it is.

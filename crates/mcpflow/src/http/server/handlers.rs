@@ -130,7 +130,10 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
             reason,
         )
     })?;
-    if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER) {
+    // Without a session an unknown version may be a 2026-07-28 request's, refused
+    // with the error that names the versions served (-32022).
+    let in_session = headers.contains_key(SESSION_ID_HEADER) || state.config.stateless;
+    if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER).filter(|_| in_session) {
         let version = ProtocolVersion::from(version.to_owned());
         if !version.is_known() {
             return Err(bad_request(format!(
@@ -196,6 +199,8 @@ fn find_session(state: &AppState, headers: &HeaderMap) -> Result<Arc<HttpSession
 
 /// What a POST body holds.
 struct Posted {
+    /// The method and params of a body that is one request.
+    single: Option<(RequestId, String, Option<Box<serde_json::value::RawValue>>)>,
     requests: Vec<RequestId>,
     cancels: Vec<RequestId>,
     initialize: Option<RequestId>,
@@ -229,6 +234,7 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
         }
     };
     let mut posted = Posted {
+        single: None,
         requests: Vec::new(),
         cancels: Vec::new(),
         initialize: None,
@@ -236,7 +242,11 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
     };
     for message in messages {
         match message {
-            MessageRef::Request { id, method, .. } => {
+            MessageRef::Request { id, method, params } => {
+                if posted.single.is_none() && !posted.batch {
+                    posted.single =
+                        Some((id.clone(), method.to_string(), params.map(|p| p.to_owned())));
+                }
                 if method == "initialize" {
                     posted.initialize = Some(id.clone());
                 }
@@ -347,6 +357,15 @@ pub(crate) async fn post(
     }
     let body = read_body(body, &headers, state.config.body, &state.body_budget).await?;
     let posted = classify(&body)?;
+    if let Some((id, name, params)) = &posted.single
+        && !state.config.stateless
+        && state.server.serves_modern()
+        && !headers.contains_key(SESSION_ID_HEADER)
+        && super::modern::is_modern_post(&headers, name, params.as_deref())
+    {
+        let post = super::modern::check(&state.server, &headers, id, name, params.as_deref())?;
+        return post_modern(&state, post, body, sse_ok, json_ok).await;
+    }
 
     let stateless = state.config.stateless;
     let (session, created) = if stateless {
@@ -438,6 +457,53 @@ pub(crate) async fn post(
             let response =
                 (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response();
             Ok(with_session(response, new_id))
+        }
+    }
+}
+
+/// Serve one 2026-07-28 request without a session: a connection of its own that lives
+/// as long as the request.
+async fn post_modern(
+    state: &Arc<AppState>,
+    post: super::modern::ModernPost,
+    body: Bytes,
+    sse_ok: bool,
+    json_ok: bool,
+) -> Result<Response, Refusal> {
+    let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
+    tokio::spawn(state.server.serve_modern(transport).wait());
+    let sender = session
+        .sender()
+        .ok_or(StreamError::Gone)
+        .map_err(stream_error)?;
+    let sse = sse_ok && (post.streams || !json_ok);
+    let reply = session
+        .open(
+            std::slice::from_ref(&post.id),
+            sse,
+            None,
+            Some(sender.clone()),
+        )
+        .map_err(stream_error)?;
+    sender
+        .send(InboundFrame::Message(body))
+        .await
+        .map_err(|_| stream_error(StreamError::Gone))?;
+    drop(sender);
+    match reply {
+        Reply::Sse(events) => Ok(sse_response(events, state, None)),
+        Reply::Json(done) => {
+            let bodies = done.await.map_err(|_| {
+                refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::INTERNAL_ERROR,
+                    Some(post.id.clone()),
+                    "the server ended before the request was answered".into(),
+                )
+            })?;
+            let body = bodies.into_iter().next().unwrap_or_default();
+            let status = super::modern::status_of(&body);
+            Ok((status, [(CONTENT_TYPE, "application/json")], body).into_response())
         }
     }
 }

@@ -74,6 +74,7 @@ mod events;
 mod guard;
 mod handlers;
 mod listener;
+mod modern;
 mod session;
 mod table;
 

@@ -17,7 +17,7 @@ use mcpflow_protocol::ErrorObject;
 use crate::session::Reply;
 
 /// A request's params as they arrived, decoded by the method that reads them.
-pub(super) type Params = Option<Box<RawValue>>;
+pub(in crate::server) type Params = Option<Box<RawValue>>;
 
 /// Params a method may omit: absent params mean the defaults.
 fn optional<T: for<'a> Deserialize<'a> + Default>(params: &Params) -> Result<T, ErrorObject> {
@@ -28,14 +28,16 @@ fn optional<T: for<'a> Deserialize<'a> + Default>(params: &Params) -> Result<T, 
 }
 
 /// Params a method needs.
-fn required<'a, T: Deserialize<'a>>(params: &'a Params) -> Result<T, ErrorObject> {
+pub(in crate::server) fn required<'a, T: Deserialize<'a>>(
+    params: &'a Params,
+) -> Result<T, ErrorObject> {
     let raw = params
         .as_deref()
         .ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
     serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
 }
 
-fn result<T: Serialize>(value: &T) -> Result<Reply, ErrorObject> {
+pub(in crate::server) fn result<T: Serialize>(value: &T) -> Result<Reply, ErrorObject> {
     Reply::json(value).map_err(ErrorObject::internal)
 }
 

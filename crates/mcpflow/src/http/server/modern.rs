@@ -1,0 +1,243 @@
+//! Streamable HTTP, 2026-07-28 shape: a POST without `Mcp-Session-Id` whose request is
+//! a 2026-07-28 one is served on its own, without a session. Its headers must agree with
+//! its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`: 400 +
+//! -32020), and a JSON error answer gets the HTTP status the spec gives its code (404
+//! for -32601, 400 for the envelope errors).
+
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use mcpflow_protocol::meta2026::{LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY};
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::{ErrorCode, HANDSHAKE_VERSIONS, RequestId};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::handlers::{Refusal, refuse};
+use crate::http::PROTOCOL_VERSION_HEADER;
+use crate::server::{Server, is_modern_method, is_modern_request};
+
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+
+/// The one request of a 2026-07-28 POST.
+pub(crate) struct ModernPost {
+    pub(crate) id: RequestId,
+    /// Answer on an event stream (listen, or a request that asked for progress or logs).
+    pub(crate) streams: bool,
+}
+
+#[derive(Deserialize, Default)]
+struct Params {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+    #[serde(default)]
+    arguments: Option<serde_json::Map<String, Value>>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<serde_json::Map<String, Value>>,
+}
+
+/// Whether a POST without a session carries a 2026-07-28 request: its body has the
+/// envelope, or its `MCP-Protocol-Version` names no handshake version (a handshake
+/// `initialize` without the envelope stays handshake era).
+pub(crate) fn is_modern_post(
+    headers: &HeaderMap,
+    method_name: &str,
+    params: Option<&RawValue>,
+) -> bool {
+    if is_modern_request(method_name, params) {
+        return true;
+    }
+    let header_modern = headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !HANDSHAKE_VERSIONS.iter().any(|h| h.as_str() == v));
+    header_modern && method_name != method::INITIALIZE
+}
+
+fn mismatch(id: &RequestId, message: String) -> Refusal {
+    refuse(
+        StatusCode::BAD_REQUEST,
+        ErrorCode::HEADER_MISMATCH,
+        Some(id.clone()),
+        message,
+    )
+}
+
+/// A header value, with the `=?base64?...?=` sentinel decoded.
+fn decoded(headers: &HeaderMap, name: &str) -> Result<Option<String>, ()> {
+    let Some(value) = headers.get(name) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| ())?;
+    if let Some(inner) = text
+        .strip_prefix("=?base64?")
+        .and_then(|t| t.strip_suffix("?="))
+    {
+        let bytes = STANDARD.decode(inner).map_err(|_| ())?;
+        return String::from_utf8(bytes).map(Some).map_err(|_| ());
+    }
+    Ok(Some(text.to_owned()))
+}
+
+/// Check the headers of a 2026-07-28 POST against its body.
+pub(crate) fn check(
+    server: &Server,
+    headers: &HeaderMap,
+    id: &RequestId,
+    method_name: &str,
+    raw: Option<&RawValue>,
+) -> Result<ModernPost, Refusal> {
+    if !is_modern_method(method_name) {
+        // Some (`ping`) the engine itself would answer; a 2026-07-28 request gets none.
+        return Err(refuse(
+            StatusCode::NOT_FOUND,
+            ErrorCode::METHOD_NOT_FOUND,
+            Some(id.clone()),
+            format!("method not found: {method_name} (not a 2026-07-28 method)"),
+        ));
+    }
+    let params: Params = raw
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .unwrap_or_default();
+    let meta = params.meta.unwrap_or_default();
+    let header = |name: &str| {
+        decoded(headers, name).map_err(|()| mismatch(id, format!("header `{name}` is not valid")))
+    };
+    match header(PROTOCOL_VERSION_HEADER)? {
+        None => {
+            return Err(mismatch(
+                id,
+                "missing MCP-Protocol-Version header".to_owned(),
+            ));
+        }
+        Some(sent) => {
+            if let Some(Value::String(body)) = meta.get(PROTOCOL_VERSION_KEY)
+                && *body != sent
+            {
+                return Err(mismatch(
+                    id,
+                    format!(
+                        "MCP-Protocol-Version `{sent}` does not match `_meta` protocolVersion `{body}`"
+                    ),
+                ));
+            }
+        }
+    }
+    match header(METHOD_HEADER)? {
+        Some(sent) if sent == method_name => {}
+        Some(sent) => {
+            return Err(mismatch(
+                id,
+                format!("Mcp-Method `{sent}` does not match the body's method `{method_name}`"),
+            ));
+        }
+        None => return Err(mismatch(id, "missing Mcp-Method header".to_owned())),
+    }
+    let named = match method_name {
+        method::TOOLS_CALL | method::PROMPTS_GET => params.name.as_ref(),
+        method::RESOURCES_READ => params.uri.as_ref(),
+        _ => None,
+    };
+    if let Some(Value::String(name)) = named {
+        match header(NAME_HEADER)? {
+            Some(sent) if sent == *name => {}
+            Some(sent) => {
+                return Err(mismatch(
+                    id,
+                    format!("Mcp-Name `{sent}` does not match `{name}`"),
+                ));
+            }
+            None => return Err(mismatch(id, "missing Mcp-Name header".to_owned())),
+        }
+    }
+    if method_name == method::TOOLS_CALL
+        && let Some(Value::String(tool)) = &params.name
+    {
+        let arguments = params.arguments.unwrap_or_default();
+        for (argument, header_name) in server.tool_param_headers(tool) {
+            check_param(headers, id, &header_name, arguments.get(&argument))?;
+        }
+    }
+    let streams = method_name == method::SUBSCRIPTIONS_LISTEN
+        || meta.contains_key("progressToken")
+        || meta.contains_key(LOG_LEVEL_KEY);
+    Ok(ModernPost {
+        id: id.clone(),
+        streams,
+    })
+}
+
+/// One `Mcp-Param-{name}` header against its argument: required when the argument is
+/// present and not null, equal to its value (integers compared as numbers).
+fn check_param(
+    headers: &HeaderMap,
+    id: &RequestId,
+    header_name: &str,
+    argument: Option<&Value>,
+) -> Result<(), Refusal> {
+    let name = format!("{PARAM_HEADER_PREFIX}{}", header_name.to_ascii_lowercase());
+    let sent = decoded(headers, &name)
+        .map_err(|()| mismatch(id, format!("header `Mcp-Param-{header_name}` is not valid")))?;
+    let expected = match argument {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(_) => return Ok(()),
+    };
+    let Some(sent) = sent else {
+        return Err(mismatch(
+            id,
+            format!("missing header `Mcp-Param-{header_name}`"),
+        ));
+    };
+    let numeric_equal = matches!(argument, Some(Value::Number(_)))
+        && sent.parse::<f64>().ok() == expected.parse::<f64>().ok();
+    if sent == expected || numeric_equal {
+        Ok(())
+    } else {
+        Err(mismatch(
+            id,
+            format!("header `Mcp-Param-{header_name}` does not match the argument"),
+        ))
+    }
+}
+
+/// The HTTP status a 2026-07-28 JSON answer gets: 404 for an unknown method, 400 for an
+/// envelope or capability refusal, else 200.
+pub(crate) fn status_of(body: &[u8]) -> StatusCode {
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(default)]
+        error: Option<Code>,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    let code = serde_json::from_slice::<Answer>(body)
+        .ok()
+        .and_then(|a| a.error)
+        .map(|e| e.code);
+    match code {
+        Some(c) if c == i64::from(ErrorCode::METHOD_NOT_FOUND.0) => StatusCode::NOT_FOUND,
+        Some(c)
+            if [
+                ErrorCode::INVALID_PARAMS,
+                ErrorCode::HEADER_MISMATCH,
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            ]
+            .iter()
+            .any(|k| i64::from(k.0) == c) =>
+        {
+            StatusCode::BAD_REQUEST
+        }
+        _ => StatusCode::OK,
+    }
+}

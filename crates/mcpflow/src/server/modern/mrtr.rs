@@ -1,0 +1,170 @@
+//! Multi-round-trip requests (2026-07-28) behind the handler API of the handshake era.
+//!
+//! A handler that calls [`ServerContext::elicit`](crate::server::ServerContext::elicit),
+//! `create_message` or `list_roots` on a 2026-07-28 request is run from the start on
+//! every round. Each such call gets a key, by call order (or the one named with
+//! [`ServerContext::input_key`](crate::server::ServerContext::input_key)); a call whose
+//! key has an answer (sent in this round's `inputResponses`, or in an earlier round and
+//! carried in the signed `requestState`) returns it at once; one without registers its
+//! request and never resolves. When a poll of the handler ends with requests
+//! registered, the handler is dropped and the client gets `input_required` with all of
+//! them (so two elicitations joined ask both in one round). Side effects a handler
+//! causes before an input call therefore happen again on every round.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
+
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::mrtr::{InputRequest, InputRequests};
+use mcpflow_protocol::{ErrorObject, InputRequiredResult};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::state::{Binding, StateKey};
+use crate::server::Server;
+use crate::session::{BoxFuture, Reply};
+
+/// Whether `method` may answer `input_required`.
+pub(crate) fn may_ask(name: &str) -> bool {
+    matches!(
+        name,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
+}
+
+/// One round of a request that may ask for input.
+#[derive(Debug)]
+pub(crate) struct Round {
+    /// Every answer known this round: the signed earlier ones and this round's.
+    answers: BTreeMap<String, Value>,
+    binding: Binding,
+    key: StateKey,
+    next: AtomicUsize,
+    /// The answers the handler used, carried into the next round's state.
+    used: Mutex<BTreeMap<String, Value>>,
+    /// The requests registered since the handler was last polled.
+    asked: Mutex<InputRequests>,
+}
+
+/// What a round's params carry besides the method's own.
+#[derive(Deserialize, Default)]
+struct RoundParams {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default, rename = "inputResponses")]
+    input_responses: Option<BTreeMap<String, Value>>,
+    #[serde(default, rename = "requestState")]
+    request_state: Option<String>,
+}
+
+impl Round {
+    /// The round a request's params describe: -32602 for state that fails verification
+    /// or belongs to another request.
+    pub(crate) fn from_params(
+        server: &Server,
+        name: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Round, ErrorObject> {
+        let p: RoundParams = match params {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?,
+            None => RoundParams::default(),
+        };
+        let binding = Binding::new(
+            name,
+            p.name.or(p.uri).unwrap_or_default(),
+            p.arguments.as_ref(),
+        );
+        let key = server.inner.state_key.clone();
+        let mut answers = match &p.request_state {
+            Some(state) => key.open(state, &binding)?,
+            None => BTreeMap::new(),
+        };
+        answers.extend(p.input_responses.unwrap_or_default());
+        Ok(Round {
+            answers,
+            binding,
+            key,
+            next: AtomicUsize::new(0),
+            used: Mutex::default(),
+            asked: Mutex::default(),
+        })
+    }
+
+    /// The key of the next input call: `named`, or one by call order.
+    pub(crate) fn next_key(&self, named: Option<&str>) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        named.map_or_else(|| format!("input-{n}"), str::to_owned)
+    }
+
+    /// The answer to `key` if there is one that reads as `T` (one that does not is
+    /// asked for again).
+    pub(crate) fn answer<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let value = self.answers.get(key)?;
+        let answer = T::deserialize(value).ok()?;
+        self.used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.to_owned(), value.clone());
+        Some(answer)
+    }
+
+    /// Register a request for the client.
+    pub(crate) fn ask(&self, key: String, request: InputRequest) {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, request);
+    }
+
+    fn take_asked(&self) -> InputRequests {
+        std::mem::take(&mut *self.asked.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn input_required(&self, requests: InputRequests) -> InputRequiredResult {
+        let used = self
+            .used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let state = self.key.seal(&self.binding, &used);
+        InputRequiredResult::new(requests, Some(state))
+    }
+}
+
+/// How a round ended.
+pub(crate) enum Outcome {
+    /// The method finished.
+    Done(Result<Reply, ErrorObject>),
+    /// The handler needs input first.
+    InputRequired(InputRequiredResult),
+}
+
+/// Poll `answer` until it finishes or a poll ends with input requests registered.
+pub(crate) async fn run(
+    round: &Arc<Round>,
+    mut answer: BoxFuture<'static, Result<Reply, ErrorObject>>,
+) -> Outcome {
+    let outcome = std::future::poll_fn(|cx| match answer.as_mut().poll(cx) {
+        Poll::Ready(done) => Poll::Ready(Outcome::Done(done)),
+        Poll::Pending => {
+            let asked = round.take_asked();
+            if asked.is_empty() {
+                Poll::Pending
+            } else {
+                Poll::Ready(Outcome::InputRequired(round.input_required(asked)))
+            }
+        }
+    })
+    .await;
+    // The handler is dropped here, before the answer goes out.
+    drop(answer);
+    outcome
+}
