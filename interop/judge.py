@@ -4,6 +4,7 @@ usage: judge.py peer-client OUTPUT_FILE SAMPLING_TEXT CHECK_CHANGE(0|1)
        judge.py mcpflow-client DIR SAMPLING_TEXT
        judge.py features OUTPUT_FILE   (interop/peers/features.py against the everything server)
        judge.py modern OUTPUT_FILE VERSION CHECK_CHANGE(0|1)   (interop/peers/modern.py / modern.mjs)
+       judge.py inspector LIST_OUTPUT CALL_OUTPUT   (mcp-inspector --cli --protocol-era modern)
 Prints `PASS detail` or `FAIL detail` (one line).
 """
 
@@ -210,12 +211,46 @@ def modern(path, version, check_change):
     return True, f"{out.get('client')} negotiated {version} in {out.get('connect_ms')} ms; progress {len(progress)}, elicitation{change}"
 
 
+def inspector(list_path, call_path):
+    """The Inspector CLI with --protocol-era modern: tools/list, then a call whose result carries
+    the serverInfo `_meta` stamp that only a 2026-07-28 result has."""
+    problems, info = [], []
+    for what, path in (("tools/list", list_path), ("tools/call", call_path)):
+        try:
+            out = json.loads(Path(path).read_text())
+        except Exception as e:
+            problems.append(f"{what}: no JSON ({e})")
+            continue
+        if "error" in out:
+            problems.append(f"{what}: {out['error']}")
+            continue
+        result = out.get("result", out)
+        if what == "tools/list":
+            names = [t.get("name") for t in result.get("tools", [])]
+            if "test_simple_text" not in names:
+                problems.append(f"tools/list lacks test_simple_text: {names[:5]}")
+            else:
+                info.append(f"{len(names)} tools")
+        else:
+            stamp = (result.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
+            texts = [b.get("text") for b in result.get("content", []) if b.get("type") == "text"]
+            if not stamp:
+                problems.append(f"the call result has no serverInfo stamp (not 2026-07-28): {result}")
+            elif not texts:
+                problems.append(f"the call returned no text: {result}")
+            else:
+                info.append(f"call answered by {stamp.get('name')} at 2026-07-28")
+    return (not problems), "; ".join(problems or info)
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "peer-client":
         ok, detail = peer_client(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
     elif kind == "features":
         ok, detail = features(sys.argv[2])
+    elif kind == "inspector":
+        ok, detail = inspector(sys.argv[2], sys.argv[3])
     elif kind == "modern":
         ok, detail = modern(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
     else:

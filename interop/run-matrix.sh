@@ -186,6 +186,55 @@ if mcpflow_has --http serve everything; then
     fi
 fi
 
+# --- 2026-07-28: the official clients that speak it negotiate it with the mcpflow server ----
+# Python 2.x and TypeScript v2 in auto mode (they probe server/discover first): a call with
+# progress, an elicitation answered through input_required, and a tool-list change seen on
+# subscriptions/listen; the Inspector CLI with --protocol-era modern lists and calls.
+declare -A modern_clients=(
+    [py2]="$py2 $root/interop/peers/modern.py --mode auto"
+    [ts2]="$node $peers/node/modern.mjs --mode auto"
+)
+MODERN_TOOLS=(--progress test_tool_with_progress --elicit test_elicitation --change test_trigger_tool_change)
+for c in py2 ts2; do
+    f="$logs/mcpflow-2026.$c"
+    # shellcheck disable=SC2086
+    $T ${modern_clients[$c]} "${MODERN_TOOLS[@]}" -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
+    echo $? >"$f.rc"
+    report "mcpflow(2026-07-28) <- $c" "$(judge modern "$f.out" 2026-07-28 1)"
+    f="$logs/mcpflow-http-2026.$c"
+    if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
+        # shellcheck disable=SC2086
+        $T ${modern_clients[$c]} "${MODERN_TOOLS[@]}" --url "$http_url" >"$f.out" 2>"$f.err"
+        echo $? >"$f.rc"
+        stop_http
+        report "mcpflow(http, 2026-07-28) <- $c" "$(judge modern "$f.out" 2026-07-28 1)" "$f.server.log"
+    else
+        report "mcpflow(http, 2026-07-28) <- $c" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
+    fi
+done
+inspector() { # out-file args... ; the Inspector keeps its state under $HOME
+    local out="$1"
+    shift
+    HOME="$logs/inspector-home" PATH="$(dirname "$node"):$PATH" $T "$peers/inspector/node_modules/.bin/mcp-inspector" \
+        --cli --protocol-era modern --format json "$@" >"$out" 2>"${out%.out}.err"
+}
+inspector_cell() { # name target-args...
+    local name="$1" f="$logs/inspector.$1"
+    shift
+    mkdir -p "$logs/inspector-home"
+    inspector "$f.list.out" --method tools/list "$@"
+    inspector "$f.call.out" --method tools/call --tool-name test_simple_text "$@"
+    report "mcpflow($name, 2026-07-28) <- inspector" "$(judge inspector "$f.list.out" "$f.call.out")"
+}
+inspector_cell stdio -- "${server_cmd[@]}"
+f="$logs/inspector.http"
+if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
+    inspector_cell http "$http_url"
+    stop_http
+else
+    report "mcpflow(http, 2026-07-28) <- inspector" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
+fi
+
 # --- the peer servers against the mcpflow client ----------------------------------
 declare -A servers=(
     [py2]="$py2 $root/interop/peers/server.py"
