@@ -37,7 +37,8 @@ esac
 echo "building the mcpflow binary and the conformance_client example ($profile)"
 cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow-cli || { echo "FAIL cargo build -p mcpflow-cli ($profile)"; exit 1; }
 client_built=1
-cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow --example conformance_client || client_built=0
+# `oauth-jwt`: the `auth/client-credentials-jwt` scenario signs a client assertion.
+cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow --features oauth-jwt --example conformance_client || client_built=0
 mcpflow="target/$profile/mcpflow"
 client_cmd="target/$profile/examples/conformance_client"
 if [[ "$("$mcpflow" serve everything --help 2>/dev/null)" != *--http* ]]; then
@@ -138,7 +139,7 @@ run_client_suite() {
     title="client suite core, conformance $v_stable (baseline $baseline)"
     echo "==> $title"
     if [[ $client_built -eq 0 ]]; then
-        echo "FAIL cargo build -p mcpflow --example conformance_client ($profile)"
+        echo "FAIL cargo build -p mcpflow --features oauth-jwt --example conformance_client ($profile)"
         failures+=("$title: the conformance_client example did not build")
         return
     fi

@@ -82,6 +82,8 @@ pub struct ServerArgs {
     /// refused).
     #[arg(long, value_name = "TEXT", help_heading = "Client capabilities")]
     pub sampling_response: Option<String>,
+    #[command(flatten)]
+    pub auth: crate::auth::AuthArgs,
     /// The server command and its arguments, after `--` (in place of `--url` or
     /// `--config`).
     #[arg(last = true, value_name = "CMD")]

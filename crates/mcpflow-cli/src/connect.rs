@@ -129,6 +129,11 @@ fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
                     "--header and --bearer-env apply to a server reached by --url (or an HTTP entry of --config)",
                 ));
             }
+            if args.auth.is_set() {
+                return Err(Failure::usage(
+                    "the OAuth flags (--client-id, --scope, --auth-timeout, ...) apply to a server reached by --url (or an HTTP entry of --config)",
+                ));
+            }
         }
         Where::Remote(server) => {
             if !args.env.is_empty() || args.cwd.is_some() {
@@ -156,6 +161,11 @@ fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
                 server
                     .headers
                     .insert("Authorization".to_owned(), format!("Bearer {token}"));
+            }
+            if args.auth.is_set() && has_authorization(server) {
+                return Err(Failure::usage(
+                    "the OAuth flags (--client-id, --scope, --auth-timeout, ...) do not apply when --bearer-env or an Authorization header gives the token",
+                ));
             }
         }
     }
@@ -234,9 +244,22 @@ pub async fn connect(
 ) -> Result<Connection, Failure> {
     let place = resolve(args)?;
     let builder = capabilities(builder, args)?;
+    let mut oauth = match &place {
+        Where::Remote(server) if !has_authorization(server) => {
+            crate::auth::config(&args.auth, &server.url).await?
+        }
+        _ => None,
+    };
+    let oauth_on = oauth.is_some();
     let timeout = Duration::from_secs_f64(args.timeout);
+    // The first request may wait for the user in the browser as well.
+    let first_wait = if oauth.is_some() {
+        timeout + args.auth.timeout()
+    } else {
+        timeout
+    };
     let config = SessionConfig::builder()
-        .request_timeout(timeout)
+        .request_timeout(first_wait)
         .close_grace(ENGINE_CLOSE_GRACE)
         .build();
     let builder = builder.session_config(config);
@@ -270,6 +293,9 @@ pub async fn connect(
             for (name, value) in &server.headers {
                 http = http.header(name, value);
             }
+            if let Some(oauth) = oauth.take() {
+                http = http.oauth(oauth);
+            }
             let transport = http.build().map_err(|e| bad_url(&server.url, &e))?;
             (
                 server.url.clone(),
@@ -278,7 +304,7 @@ pub async fn connect(
         }
     };
     // `initialize` is bounded by the request timeout; this is a second, outer bound.
-    let outer = timeout + Duration::from_secs(5);
+    let outer = first_wait + Duration::from_secs(5);
     let outcome = tokio::select! {
         r = tokio::time::timeout(outer, handshake) => r,
         () = noise.fatal() => {
@@ -298,7 +324,12 @@ pub async fn connect(
         }),
         Ok(Err(e)) => {
             signals::set_child(None);
-            Err(Failure::from_connect(&e, &target).with_cause(noise.cause()))
+            let hint = (oauth_on && refused(&e)).then(|| {
+                "`mcpflow auth login URL` signs in alone; --auth-timeout waits longer for the browser".to_owned()
+            });
+            Err(Failure::from_connect(&e, &target)
+                .with_cause(noise.cause())
+                .with_cause(hint))
         }
         Err(_) => {
             signals::signal_child(libc::SIGKILL);
@@ -309,6 +340,35 @@ pub async fn connect(
             .with_cause(noise.cause()))
         }
     }
+}
+
+/// Whether the handshake failed on a 401 (with OAuth on: the authorization failed).
+fn refused(error: &mcpflow::client::ConnectError) -> bool {
+    use mcpflow::client::ConnectError;
+    use mcpflow::{CloseReason, SessionError, TransportError};
+    let transport = match error {
+        ConnectError::Initialize(SessionError::Transport { error, .. }) => error,
+        ConnectError::Initialize(SessionError::Closed {
+            reason: CloseReason::Transport(error),
+            ..
+        }) => error,
+        _ => return false,
+    };
+    matches!(
+        transport,
+        TransportError::Http {
+            status: Some(401),
+            ..
+        }
+    )
+}
+
+/// Whether the server's headers carry the token already (OAuth is then off).
+fn has_authorization(server: &RemoteServer) -> bool {
+    server
+        .headers
+        .keys()
+        .any(|name| name.eq_ignore_ascii_case("authorization"))
 }
 
 type Handshake = std::pin::Pin<

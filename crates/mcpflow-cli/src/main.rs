@@ -11,6 +11,7 @@
 //! (`demo`, `everything`, with `features`).
 
 mod args;
+mod auth;
 mod call;
 mod connect;
 mod demo;
@@ -160,6 +161,13 @@ enum Command {
     /// server is ready, 3 otherwise. `--watch` follows changes until Ctrl-C.
     #[command(after_help = EXIT_CODES_HELP)]
     Host(host::HostArgs),
+    /// OAuth tokens cached for servers reached by `--url`: `login URL` authorizes,
+    /// `logout URL` forgets, `list` shows which servers have tokens.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
+    },
     /// Check that the server answers (`ping`).
     #[command(
         override_usage = format!("mcpflow ping [OPTIONS] {SERVER_USAGE}"),
@@ -323,6 +331,7 @@ async fn run(command: Command) -> u8 {
             server,
         } => verbs::complete(reference, argument, context, &server, &interrupt(&server)).await,
         Command::Ping { server } => verbs::ping(&server, &interrupt(&server)).await,
+        Command::Auth { command } => auth::run(command).await,
         Command::Host(args) => host::run(&args, &Interrupt::install(args.json)).await,
     }
 }

@@ -217,6 +217,23 @@ async fn iss_is_checked_before_the_code_is_used() {
 }
 
 #[tokio::test]
+async fn a_configured_scope_replaces_the_challenges_and_step_up_adds_to_it() {
+    let servers = Servers::start(Setup {
+        challenge_scope: Some("read"),
+        call_scope: Some("write"),
+        ..Setup::default()
+    })
+    .await;
+    let config = code_flow().scope("profile");
+    let client = connect(&servers, config).await.expect("connect");
+    list_and_call(&client).await.expect("step-up");
+    servers.with(|seen| {
+        let scopes: Vec<_> = seen.authorize.iter().map(|q| q["scope"].clone()).collect();
+        assert_eq!(scopes, ["profile", "profile write"]);
+    });
+}
+
+#[tokio::test]
 async fn step_up_asks_for_the_union_and_stops_at_the_limit() {
     let servers = Servers::start(Setup {
         challenge_scope: Some("read"),

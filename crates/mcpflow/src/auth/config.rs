@@ -31,6 +31,7 @@ pub struct OAuthConfig {
     pub(crate) grant: Grant,
     pub(crate) client_name: String,
     pub(crate) client_metadata_url: Option<String>,
+    pub(crate) scope: Option<String>,
     pub(crate) pre_registered: Vec<(Option<String>, ClientRegistration)>,
     pub(crate) store: Arc<dyn TokenStore>,
     pub(crate) max_attempts: u32,
@@ -42,6 +43,7 @@ impl std::fmt::Debug for OAuthConfig {
         f.debug_struct("OAuthConfig")
             .field("client_name", &self.client_name)
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("scope", &self.scope)
             .field("pre_registered", &self.pre_registered)
             .field("max_attempts", &self.max_attempts)
             .finish_non_exhaustive()
@@ -54,6 +56,7 @@ impl OAuthConfig {
             grant,
             client_name: "mcpflow".to_owned(),
             client_metadata_url: None,
+            scope: None,
             pre_registered: Vec::new(),
             store: Arc::new(MemoryTokenStore::new()),
             max_attempts: 3,
@@ -85,6 +88,15 @@ impl OAuthConfig {
     #[must_use]
     pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
         self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The scope to ask for on a 401, in place of the challenge's `scope` or the
+    /// metadata's `scopes_supported` (a 403 `insufficient_scope` still adds the scope it
+    /// names).
+    #[must_use]
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
         self
     }
 

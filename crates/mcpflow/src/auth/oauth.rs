@@ -242,6 +242,8 @@ impl OAuthClient {
             challenge
                 .as_ref()
                 .and_then(|c| step_up_scope(previous.as_ref().and_then(|t| t.scope.as_deref()), c))
+        } else if let Some(scope) = &self.config.scope {
+            Some(scope.clone())
         } else {
             select_scope(challenge.as_ref(), found.prm.as_ref())
         };

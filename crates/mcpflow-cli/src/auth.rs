@@ -1,0 +1,451 @@
+//! OAuth for servers reached by `--url`: the flags, the browser step, the token cache
+//! (one [`FileTokenStore`] file per server), and `mcpflow auth login|logout|list`.
+//!
+//! Tokens and client secrets stay in the store and the library's [`mcpflow::auth::Secret`]s:
+//! nothing here prints them; `auth list` shows only what the tokens are for.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcpflow::auth::{
+    ClientRegistration, FileTokenStore, LoopbackRedirect, MemoryTokenStore, OAuthConfig,
+    TokenStore, canonical_resource,
+};
+use mcpflow::client::Client;
+use reqwest::Url;
+use serde_json::json;
+
+use crate::args::{ServerArgs, parse_secs};
+use crate::failure::Failure;
+use crate::signals::Interrupt;
+
+/// The user's default bound on the browser step.
+const AUTH_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Overrides the directory of cached tokens (tests, several profiles).
+const AUTH_DIR_VAR: &str = "MCPFLOW_AUTH_DIR";
+
+/// Longest file name written for a server (most file systems allow 255 bytes).
+const MAX_NAME: usize = 240;
+
+/// How `--url` authorizes when the server answers 401 with a challenge.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AuthArgs {
+    /// An OAuth client ID registered beforehand at the server's authorization server
+    /// (otherwise mcpflow registers itself, or uses `--client-metadata-url`).
+    #[arg(long, value_name = "ID", help_heading = "Authorization (OAuth, --url)")]
+    pub client_id: Option<String>,
+    /// Read the client secret of `--client-id` from this environment variable.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "client_id",
+        help_heading = "Authorization (OAuth, --url)"
+    )]
+    pub client_secret_env: Option<String>,
+    /// The https URL of this client's Client ID Metadata Document, used as its client
+    /// ID where the authorization server supports them.
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Authorization (OAuth, --url)"
+    )]
+    pub client_metadata_url: Option<String>,
+    /// The scope to ask for (space-separated; default: what the server names).
+    #[arg(
+        long,
+        value_name = "SCOPE",
+        help_heading = "Authorization (OAuth, --url)"
+    )]
+    pub scope: Option<String>,
+    /// Print the authorization URL on stderr without opening a browser (`$BROWSER`,
+    /// else `open`/`xdg-open`).
+    #[arg(long, help_heading = "Authorization (OAuth, --url)")]
+    pub no_browser: bool,
+    /// Seconds to wait for the browser to come back to the loopback redirect (default
+    /// 300); past it the command exits 3.
+    #[arg(
+        long,
+        value_parser = parse_secs,
+        value_name = "SECS",
+        help_heading = "Authorization (OAuth, --url)"
+    )]
+    pub auth_timeout: Option<f64>,
+    /// The port of the loopback redirect `http://127.0.0.1:PORT/callback` (default: any
+    /// free port), for a client ID registered with a fixed redirect URI.
+    #[arg(
+        long,
+        value_name = "PORT",
+        help_heading = "Authorization (OAuth, --url)"
+    )]
+    pub callback_port: Option<u16>,
+}
+
+impl AuthArgs {
+    /// Whether any OAuth flag is given.
+    pub fn is_set(&self) -> bool {
+        self.client_id.is_some()
+            || self.client_secret_env.is_some()
+            || self.client_metadata_url.is_some()
+            || self.scope.is_some()
+            || self.no_browser
+            || self.auth_timeout.is_some()
+            || self.callback_port.is_some()
+    }
+
+    /// The bound on the browser step.
+    pub fn timeout(&self) -> Duration {
+        self.auth_timeout
+            .map_or(AUTH_TIMEOUT, Duration::from_secs_f64)
+    }
+}
+
+/// Where tokens are cached: `$MCPFLOW_AUTH_DIR`, else `mcpflow/auth` under
+/// `$XDG_CONFIG_HOME` or `~/.config`.
+fn auth_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var(AUTH_DIR_VAR) {
+        return Some(PathBuf::from(dir));
+    }
+    let config = var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(config.join("mcpflow").join("auth"))
+}
+
+/// `key` as a file name: bytes outside `[A-Za-z0-9._-]` as `%XX`, so it reads back.
+fn file_name(key: &str) -> String {
+    let mut name = String::with_capacity(key.len() + 5);
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            name.push(char::from(b));
+        } else {
+            name.push_str(&format!("%{b:02X}"));
+        }
+    }
+    name.push_str(".json");
+    name
+}
+
+/// The key a [`file_name`] was made from.
+fn key_of(name: &str) -> Option<String> {
+    let stem = name.strip_suffix(".json")?.as_bytes();
+    let mut out = Vec::with_capacity(stem.len());
+    let mut i = 0;
+    while i < stem.len() {
+        if stem[i] == b'%' {
+            let hex = std::str::from_utf8(stem.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(stem[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The server's store key (its canonical resource URL) and cache file.
+fn cache_of(url: &str) -> Result<(String, Option<PathBuf>), Failure> {
+    let parsed =
+        Url::parse(url).map_err(|e| Failure::usage(format!("`{url}` is not a server URL: {e}")))?;
+    let key = canonical_resource(&parsed);
+    let name = file_name(&key);
+    let file = auth_dir()
+        .filter(|_| name.len() <= MAX_NAME)
+        .map(|dir| dir.join(name));
+    Ok((key, file))
+}
+
+/// The token store for `url`'s tokens: its file, or memory when there is no config
+/// directory (or the URL is too long for a file name).
+fn store_for(url: &str) -> Result<Arc<dyn TokenStore>, Failure> {
+    let (_, file) = cache_of(url)?;
+    let Some(file) = file else {
+        tracing::warn!("no directory for cached OAuth tokens; they last this run only");
+        return Ok(Arc::new(MemoryTokenStore::new()));
+    };
+    if let Some(dir) = file.parent() {
+        private_dir(dir)?;
+    }
+    Ok(Arc::new(FileTokenStore::new(file)))
+}
+
+/// Creates `dir` readable by its owner only (the files are 0600 too).
+fn private_dir(dir: &Path) -> Result<(), Failure> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .map_err(|e| Failure::connection(format!("token cache {}: {e}", dir.display())))
+}
+
+/// The OAuth configuration for `url`, or `None` when the URL does not parse (the
+/// transport reports that).
+pub async fn config(args: &AuthArgs, url: &str) -> Result<Option<OAuthConfig>, Failure> {
+    if Url::parse(url).is_err() {
+        return Ok(None);
+    }
+    let no_browser = args.no_browser;
+    let user = LoopbackRedirect::bind(args.callback_port.unwrap_or(0), args.timeout(), {
+        move |url| {
+            show(url, no_browser);
+            Ok(())
+        }
+    })
+    .await
+    .map_err(|e| match args.callback_port {
+        Some(port) => Failure::usage(format!("--callback-port {port}: {e}")),
+        None => Failure::connection(e.to_string()),
+    })?;
+    let mut config = OAuthConfig::authorization_code(user)
+        .client_name("mcpflow")
+        .store(store_for(url)?)
+        .timeout(args.timeout());
+    if let Some(id) = &args.client_id {
+        let client = match &args.client_secret_env {
+            Some(var) => {
+                let secret = std::env::var(var).ok().filter(|s| !s.is_empty()).ok_or_else(|| {
+                    Failure::usage(format!(
+                        "--client-secret-env {var}: the environment variable `{var}` is not set or empty"
+                    ))
+                })?;
+                ClientRegistration::confidential(id, secret)
+            }
+            None => ClientRegistration::public(id),
+        };
+        config = config.pre_registered(None, client);
+    }
+    if let Some(cimd) = &args.client_metadata_url {
+        config = config.client_metadata_url(cimd);
+    }
+    if let Some(scope) = &args.scope {
+        config = config.scope(scope);
+    }
+    Ok(Some(config))
+}
+
+/// Shows the authorization URL on stderr (it works over ssh) and, unless told not to,
+/// opens it in a browser.
+fn show(url: &Url, no_browser: bool) {
+    eprintln!("mcpflow: the server asks for authorization; open this URL to sign in:\n  {url}");
+    if no_browser {
+        return;
+    }
+    if let Err(e) = open_browser(url.as_str()) {
+        eprintln!("mcpflow: could not open a browser ({e}); open the URL above");
+    }
+}
+
+/// Starts `$BROWSER` (its first `:`-separated entry; `%s` is the URL, else the URL is
+/// the last argument), else the platform's opener, without waiting for it.
+fn open_browser(url: &str) -> std::io::Result<()> {
+    let configured = std::env::var("BROWSER").ok().and_then(|b| {
+        b.split(':')
+            .map(str::trim)
+            .find(|e| !e.is_empty())
+            .map(str::to_owned)
+    });
+    let mut words: Vec<String> = match configured {
+        Some(command) => command.split_whitespace().map(str::to_owned).collect(),
+        None if cfg!(target_os = "macos") => vec!["open".to_owned()],
+        None => vec!["xdg-open".to_owned()],
+    };
+    if words.iter().any(|w| w.contains("%s")) {
+        for w in &mut words {
+            *w = w.replace("%s", url);
+        }
+    } else {
+        words.push(url.to_owned());
+    }
+    let (program, rest) = words
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("empty $BROWSER"))?;
+    // Its output would mix with ours (stdout carries --json).
+    let mut child = std::process::Command::new(program)
+        .args(rest)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+/// `mcpflow auth ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AuthCommand {
+    /// Run the OAuth flow for a server and cache its tokens, calling nothing else.
+    Login {
+        /// The server's URL.
+        url: String,
+        #[command(flatten)]
+        auth: AuthArgs,
+        /// Seconds to wait for each answer of the server.
+        #[arg(long, default_value_t = 60.0, value_parser = parse_secs, value_name = "SECS")]
+        timeout: f64,
+    },
+    /// Forget the cached tokens and client registration for a server.
+    Logout {
+        /// The server's URL.
+        url: String,
+    },
+    /// The servers with cached tokens (never the tokens themselves).
+    List {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs an `auth` subcommand; returns the exit code.
+pub async fn run(command: AuthCommand) -> u8 {
+    let outcome = match command {
+        AuthCommand::Login { url, auth, timeout } => login(url, auth, timeout).await,
+        AuthCommand::Logout { url } => logout(&url),
+        AuthCommand::List { json } => list(json),
+    };
+    outcome.unwrap_or_else(|failure| failure.report(false))
+}
+
+fn has_tokens(url: &str) -> Result<bool, Failure> {
+    let (key, file) = cache_of(url)?;
+    Ok(match file {
+        Some(file) => FileTokenStore::new(file)
+            .tokens(&key)
+            .map_err(|e| Failure::connection(e.to_string()))?
+            .is_some(),
+        None => false,
+    })
+}
+
+async fn login(url: String, auth: AuthArgs, timeout: f64) -> Result<u8, Failure> {
+    if has_tokens(&url)? {
+        println!(
+            "already authorized at {url} (cached tokens); `mcpflow auth logout {url}` forgets them"
+        );
+        return Ok(0);
+    }
+    let server = ServerArgs {
+        url: Some(url.clone()),
+        auth,
+        timeout,
+        ..ServerArgs::default()
+    };
+    let interrupt = Interrupt::install(false);
+    let builder = Client::builder("mcpflow-auth", env!("CARGO_PKG_VERSION"));
+    let conn = crate::connect::connect(&server, builder, &interrupt).await?;
+    conn.close().await;
+    if has_tokens(&url)? {
+        println!("authorized at {url}; tokens cached");
+    } else {
+        println!("{url} did not ask for authorization; nothing cached");
+    }
+    Ok(0)
+}
+
+fn logout(url: &str) -> Result<u8, Failure> {
+    let (_, file) = cache_of(url)?;
+    match file.map(|f| (std::fs::remove_file(&f), f)) {
+        Some((Ok(()), _)) => println!("forgot the tokens for {url}"),
+        Some((Err(e), _)) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("no cached tokens for {url}");
+        }
+        Some((Err(e), f)) => {
+            return Err(Failure::connection(format!("{}: {e}", f.display())));
+        }
+        None => println!("no cached tokens for {url}"),
+    }
+    Ok(0)
+}
+
+fn list(json_out: bool) -> Result<u8, Failure> {
+    let mut servers = Vec::new();
+    let dir = auth_dir();
+    let entries = match dir.as_deref().map(std::fs::read_dir) {
+        Some(Ok(entries)) => entries.flatten().collect(),
+        Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => {
+            let shown = dir
+                .as_deref()
+                .unwrap_or(Path::new(""))
+                .display()
+                .to_string();
+            return Err(Failure::connection(format!("{shown}: {e}")));
+        }
+        _ => Vec::new(),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(key) = key_of(&name) else { continue };
+        let store = FileTokenStore::new(entry.path());
+        let Ok(Some(tokens)) = store.tokens(&key) else {
+            continue;
+        };
+        let expires_in = tokens.expires_at.map(|at| at.saturating_sub(now));
+        servers.push(json!({
+            "server": key,
+            "issuer": tokens.issuer,
+            "scope": tokens.scope,
+            "expiresIn": expires_in,
+            "refreshable": tokens.refresh_token.is_some(),
+        }));
+    }
+    servers.sort_by(|a, b| a["server"].as_str().cmp(&b["server"].as_str()));
+    if json_out {
+        println!("{}", json!({ "servers": servers }));
+        return Ok(0);
+    }
+    if servers.is_empty() {
+        println!("no cached tokens");
+    }
+    for s in &servers {
+        let expiry = match s["expiresIn"].as_u64() {
+            Some(0) => "expired".to_owned(),
+            Some(secs) => format!("expires in {}m", secs.div_ceil(60)),
+            None => "no expiry given".to_owned(),
+        };
+        let refresh = if s["refreshable"] == true {
+            ", refreshable"
+        } else {
+            ""
+        };
+        let scope = s["scope"]
+            .as_str()
+            .map_or(String::new(), |sc| format!(", scope `{sc}`"));
+        println!(
+            "{}  (issuer {}{scope}, {expiry}{refresh})",
+            s["server"].as_str().unwrap_or_default(),
+            s["issuer"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_read_back_as_their_url() {
+        for url in [
+            "https://mcp.example.com/mcp",
+            "http://127.0.0.1:8080/a b/%x?q=1",
+        ] {
+            let name = file_name(url);
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-%".contains(&b)),
+                "{name}"
+            );
+            assert_eq!(key_of(&name).as_deref(), Some(url));
+        }
+        assert_eq!(key_of("tokens.json.tmp"), None);
+        assert_eq!(key_of("bad%zz.json"), None);
+    }
+}

@@ -1,0 +1,262 @@
+//! OAuth in the `mcpflow` command: the browser step against a local authorization
+//! server, the token cache across runs, refresh, `auth login|logout|list`, the
+//! `--auth-timeout` bound, and tokens never shown (even at `RUST_LOG=trace`).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+#[path = "auth/server.rs"]
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{Run, mcpflow_with};
+use server::{MARK, Servers};
+
+/// A fresh cache directory and browser scripts for one test.
+struct Home {
+    dir: PathBuf,
+}
+
+impl Home {
+    fn new(name: &str) -> Home {
+        let dir = std::env::temp_dir().join(format!("mcpflow-auth-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Home { dir }
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.join("cache")
+    }
+
+    /// A `$BROWSER` running `body` (`$1` is the URL).
+    fn browser(&self, name: &str, body: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        path.display().to_string()
+    }
+
+    /// A browser that visits the URL and follows the redirect to the loopback listener.
+    fn visiting_browser(&self) -> String {
+        self.browser(
+            "visit.sh",
+            "exec curl -sS -L --max-time 10 -o /dev/null \"$1\"",
+        )
+    }
+
+    fn run(&self, args: &[&str], browser: &str) -> Run {
+        let cache = self.cache().display().to_string();
+        let run = mcpflow_with(
+            args,
+            None,
+            &[
+                ("MCPFLOW_AUTH_DIR", cache.as_str()),
+                ("BROWSER", browser),
+                ("RUST_LOG", "trace"),
+            ],
+        );
+        for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !text.contains(MARK),
+                "a token shows on {name} of `mcpflow {}`:\n{}",
+                args.join(" "),
+                run.describe()
+            );
+        }
+        run
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn cached_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_browser_step_runs_once_then_the_cache_and_refresh_serve_until_logout() {
+    let servers = Servers::start();
+    let home = Home::new("cache");
+    let browser = home.visiting_browser();
+    let url = servers.mcp();
+    let inspect = ["inspect", "--url", url.as_str(), "--auth-timeout", "15"];
+
+    let first = home.run(&inspect, &browser);
+    assert_eq!(first.code, 0, "first run: {}", first.describe());
+    assert!(
+        first.stdout.contains("guarded_tool"),
+        "{}",
+        first.describe()
+    );
+    assert!(
+        first.stderr.contains("/authorize?"),
+        "the URL is printed too: {}",
+        first.describe()
+    );
+    assert_eq!(servers.with(|s| s.authorize), 1);
+    assert!(
+        first.stderr.contains("TRACE"),
+        "the logs are at trace level"
+    );
+
+    // The tokens are in the cache file, readable by its owner only.
+    let files = cached_files(&home.cache());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let stored = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(stored.contains(MARK), "the cache holds the tokens");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&files[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    let listed = home.run(&["auth", "list"], &browser);
+    assert_eq!(listed.code, 0, "{}", listed.describe());
+    assert!(listed.stdout.contains(&url), "{}", listed.describe());
+
+    // A browser that fails the test if it is started.
+    let no_browser = home.browser("fail.sh", "touch \"$0.started\"");
+    let grants = servers.with(|s| s.grants.len());
+    let second = home.run(&inspect, &no_browser);
+    assert_eq!(second.code, 0, "second run: {}", second.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1, "no new authorization");
+    assert_eq!(servers.with(|s| s.grants.len()), grants, "no token request");
+    assert!(!Path::new(&format!("{no_browser}.started")).exists());
+
+    // The access token expires: the refresh token gets a new one, without the browser.
+    servers.with(|s| s.tokens.clear());
+    let third = home.run(&inspect, &no_browser);
+    assert_eq!(third.code, 0, "after expiry: {}", third.describe());
+    assert_eq!(
+        servers.with(|s| s.authorize),
+        1,
+        "refreshed, not authorized"
+    );
+    assert_eq!(
+        servers.with(|s| s.grants.last().cloned()),
+        Some("refresh_token".to_owned())
+    );
+
+    let out = home.run(&["auth", "logout", &url], &browser);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let listed = home.run(&["auth", "list", "--json"], &browser);
+    assert_eq!(listed.json()["servers"], serde_json::json!([]));
+
+    let fourth = home.run(&inspect, &browser);
+    assert_eq!(fourth.code, 0, "after logout: {}", fourth.describe());
+    assert_eq!(servers.with(|s| s.authorize), 2, "logout forces the flow");
+}
+
+#[test]
+fn auth_login_authorizes_without_a_verb() {
+    let servers = Servers::start();
+    let home = Home::new("login");
+    let url = servers.mcp();
+    let login = home.run(
+        &[
+            "auth",
+            "login",
+            &url,
+            "--auth-timeout",
+            "15",
+            "--scope",
+            "tools:guarded",
+        ],
+        &home.visiting_browser(),
+    );
+    assert_eq!(login.code, 0, "{}", login.describe());
+    assert!(login.stdout.contains("authorized"), "{}", login.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1);
+    assert_eq!(
+        servers.with(|s| s.scope.clone()).as_deref(),
+        Some("tools:guarded"),
+        "--scope replaces the server's choice"
+    );
+    let ping = home.run(&["ping", "--url", &url], "false");
+    assert_eq!(ping.code, 0, "{}", ping.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1);
+}
+
+#[test]
+fn a_browser_that_never_comes_back_exits_3_at_the_auth_timeout() {
+    let servers = Servers::start();
+    let home = Home::new("timeout");
+    let silent = home.browser("silent.sh", "exit 0");
+    let url = servers.mcp();
+    let run = home.run(
+        &["ping", "--url", &url, "--auth-timeout", "1", "--json"],
+        &silent,
+    );
+    assert_eq!(run.code, 3, "{}", run.describe());
+    assert!(run.elapsed < Duration::from_secs(10), "{}", run.describe());
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("authoriz")
+            && message.contains("1s")
+            && message.contains("--auth-timeout"),
+        "the message names the wait: {message}"
+    );
+    // The registration may be kept; no tokens are.
+    let listed = home.run(&["auth", "list", "--json"], &silent);
+    assert_eq!(listed.json()["servers"], serde_json::json!([]));
+}
+
+#[test]
+fn no_browser_prints_the_url_only() {
+    let servers = Servers::start();
+    let home = Home::new("nobrowser");
+    let marker = home.browser("marker.sh", "touch \"$0.started\"");
+    let url = servers.mcp();
+    let run = home.run(
+        &["ping", "--url", &url, "--auth-timeout", "1", "--no-browser"],
+        &marker,
+    );
+    assert_eq!(run.code, 3, "{}", run.describe());
+    assert!(run.stderr.contains("/authorize?"), "{}", run.describe());
+    assert!(!Path::new(&format!("{marker}.started")).exists());
+}
+
+#[test]
+fn a_given_token_turns_oauth_off() {
+    let servers = Servers::start();
+    let home = Home::new("bearer");
+    let url = servers.mcp();
+    let run = mcpflow_with(
+        &[
+            "ping",
+            "--url",
+            &url,
+            "--bearer-env",
+            "TOKEN",
+            "--scope",
+            "read",
+        ],
+        None,
+        &[("TOKEN", "abc")],
+    );
+    assert_eq!(run.code, 2, "{}", run.describe());
+    // Without OAuth, the 401 is the answer.
+    let marker = home.browser("marker.sh", "touch \"$0.started\"");
+    let run = home.run(
+        &["ping", "--url", &url, "-H", "Authorization: Bearer abc"],
+        &marker,
+    );
+    assert_eq!(run.code, 3, "{}", run.describe());
+    assert!(run.stderr.contains("401"), "{}", run.describe());
+    assert!(!Path::new(&format!("{marker}.started")).exists());
+    assert_eq!(servers.with(|s| s.authorize), 0);
+}
