@@ -31,6 +31,9 @@
 mod builder;
 pub(crate) mod cache;
 mod context;
+mod era;
+pub(crate) mod headers;
+mod mrtr;
 mod output;
 mod pages;
 mod service;
@@ -40,6 +43,8 @@ pub use builder::{
     NotificationHandler, RootsHandler, SamplingHandler,
 };
 pub use context::ClientContext;
+pub use era::Era;
+pub(crate) use era::is_modern_error as era_error;
 
 use std::fmt;
 use std::ops::Deref;
@@ -48,7 +53,7 @@ use std::sync::{Arc, OnceLock};
 use builder::Handlers;
 use cache::ListCache;
 use output::OutputValidators;
-use pages::{all_pages, all_pages_fetch};
+use pages::{all_pages, all_pages_fetch_ttl, all_pages_ttl};
 
 use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
@@ -73,6 +78,12 @@ const MAX_PAGES: usize = 1000;
 struct ClientShared {
     handlers: Handlers,
     server: OnceLock<InitializeResult>,
+    /// The `server/discover` result, when the server speaks 2026-07-28.
+    discovered: OnceLock<mcpflow_protocol::discover::DiscoverResult>,
+    /// Most `input_required` rounds one request may take.
+    max_input_rounds: usize,
+    /// The task keeping a `subscriptions/listen` stream open (2026-07-28).
+    listen: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     caches: OnceLock<Caches>,
     output_validators: OutputValidators,
 }
@@ -112,15 +123,19 @@ pub(crate) struct Caches {
 
 impl Caches {
     fn new(peer: &Peer) -> Caches {
+        fn list<T>(peer: &Peer, method: &'static str, field: &'static str) -> Arc<ListCache<T>>
+        where
+            T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+        {
+            let ttl = cache::TtlCell::default();
+            ListCache::with_ttl(all_pages_fetch_ttl(peer, method, field, ttl.clone()), ttl)
+        }
+        let tool_ttl = cache::TtlCell::default();
         Caches {
-            tools: ListCache::new(all_pages_fetch(peer, method::TOOLS_LIST, "tools")),
-            prompts: ListCache::new(all_pages_fetch(peer, method::PROMPTS_LIST, "prompts")),
-            resources: ListCache::new(all_pages_fetch(peer, method::RESOURCES_LIST, "resources")),
-            templates: ListCache::new(all_pages_fetch(
-                peer,
-                method::RESOURCES_TEMPLATES_LIST,
-                "resourceTemplates",
-            )),
+            tools: ListCache::with_ttl(tool_pages_fetch(peer, tool_ttl.clone()), tool_ttl),
+            prompts: list(peer, method::PROMPTS_LIST, "prompts"),
+            resources: list(peer, method::RESOURCES_LIST, "resources"),
+            templates: list(peer, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates"),
         }
     }
 
@@ -162,9 +177,21 @@ impl ClientHandle {
         self.peer.notifications_handled().await;
     }
 
-    /// The server's `initialize` result (`None` until the handshake completes).
+    /// The server's `initialize` result (`None` until the handshake completes). With a
+    /// 2026-07-28 server, built from its `server/discover` result.
     pub fn server(&self) -> Option<&InitializeResult> {
         self.shared.server.get()
+    }
+
+    /// The server's `server/discover` result, when it speaks 2026-07-28 (stateless
+    /// requests carrying the per-request `_meta`).
+    pub fn discovered(&self) -> Option<&mcpflow_protocol::discover::DiscoverResult> {
+        self.shared.discovered.get()
+    }
+
+    /// Whether this connection speaks 2026-07-28.
+    pub fn is_modern(&self) -> bool {
+        self.shared.discovered.get().is_some()
     }
 
     /// Send any typed request.
@@ -226,8 +253,11 @@ impl ClientHandle {
         let params = cursor
             .map(PaginatedRequestParams::with_cursor)
             .unwrap_or_default();
-        self.request::<methods::ListTools>(&params, RequestOptions::new())
-            .await
+        let mut page = self
+            .request::<methods::ListTools>(&params, RequestOptions::new())
+            .await?;
+        headers::drop_invalid(&mut page.tools);
+        Ok(page)
     }
 
     /// Every page of `tools/list`.
@@ -235,7 +265,9 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`], or [`SessionError::Codec`] for a cursor loop.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, SessionError> {
-        all_pages(&self.peer, method::TOOLS_LIST, "tools").await
+        let mut tools = all_pages(&self.peer, method::TOOLS_LIST, "tools").await?;
+        headers::drop_invalid(&mut tools);
+        Ok(tools)
     }
 
     /// The tool list, kept fresh: fetched on first use, refetched after each
@@ -321,7 +353,24 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
         self.prefetch_tools_for_check();
-        let result = self.request::<methods::CallTool>(params, options).await?;
+        let result = if self.is_modern() {
+            match mrtr::request_with_input(self, method::TOOLS_CALL, params, options.clone()).await
+            {
+                Err(SessionError::Rejected { error, .. })
+                    if error.code == mcpflow_protocol::ErrorCode::HEADER_MISMATCH =>
+                {
+                    // The tool's `x-mcp-header` annotations changed: learn them again
+                    // from a fresh list, then try once more.
+                    tracing::debug!(tool = %params.name, "header mismatch; refreshing the tool list and retrying");
+                    self.list_all_tools().await?;
+                    self.caches().tools.mark_dirty();
+                    mrtr::request_with_input(self, method::TOOLS_CALL, params, options).await?
+                }
+                other => other?,
+            }
+        } else {
+            self.request::<methods::CallTool>(params, options).await?
+        };
         self.check_output(&params.name, &result).await?;
         Ok(result)
     }
@@ -421,6 +470,15 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        if self.is_modern() {
+            return mrtr::request_with_input(
+                self,
+                method::RESOURCES_READ,
+                &ReadResourceRequestParams::new(uri),
+                RequestOptions::new(),
+            )
+            .await;
+        }
         self.request::<methods::ReadResource>(
             &ReadResourceRequestParams::new(uri),
             RequestOptions::new(),
@@ -467,6 +525,15 @@ impl ClientHandle {
         &self,
         params: &GetPromptRequestParams,
     ) -> Result<GetPromptResult, SessionError> {
+        if self.is_modern() {
+            return mrtr::request_with_input(
+                self,
+                method::PROMPTS_GET,
+                params,
+                RequestOptions::new(),
+            )
+            .await;
+        }
         self.request::<methods::GetPrompt>(params, RequestOptions::new())
             .await
     }
@@ -502,6 +569,20 @@ impl ClientHandle {
             .notify_raw(method::ROOTS_LIST_CHANGED, Some(&EmptyParams::default()))
             .await
     }
+}
+
+/// Every page of `tools/list`, without tools whose `x-mcp-header` is invalid.
+fn tool_pages_fetch(peer: &Peer, ttl: cache::TtlCell) -> cache::Fetch<Tool> {
+    let peer = peer.clone();
+    Arc::new(move || {
+        let peer = peer.clone();
+        let ttl = ttl.clone();
+        Box::pin(async move {
+            let mut tools = all_pages_ttl(&peer, method::TOOLS_LIST, "tools", Some(&ttl)).await?;
+            headers::drop_invalid(&mut tools);
+            Ok(tools)
+        })
+    })
 }
 
 fn to_raw<T: Serialize>(method: &str, value: &T) -> Result<Box<RawValue>, SessionError> {
@@ -559,6 +640,18 @@ impl Client {
     pub async fn close(self) {
         if let Some(caches) = self.handle.shared.caches.get() {
             caches.abort();
+        }
+        let listen = self
+            .handle
+            .shared
+            .listen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(listen) = listen {
+            // Dropping the listen request ends its stream (HTTP) or cancels it (stdio).
+            listen.abort();
+            let _ = listen.await;
         }
         self.session.close().await;
     }
