@@ -196,6 +196,32 @@ run_client_suite() {
 }
 run_client_suite
 
+# --- 2026-07-28 client scenarios (alpha runner), the non-auth ones, one at a time ----------
+# The auth scenarios of that set belong to the OAuth client and are not run here.
+modern_client_scenarios=(tools_call request-metadata sep-2322-client-request-state http-standard-headers
+    http-custom-headers http-invalid-tool-headers json-schema-ref-no-deref)
+run_modern_client_scenarios() {
+    local title s out verdict passed=0
+    title="client scenarios 2026-07-28 (non-auth), conformance $v_alpha"
+    echo "==> $title"
+    [[ $client_built -eq 1 ]] || { failures+=("$title: the conformance_client example did not build"); return; }
+    for s in "${modern_client_scenarios[@]}"; do
+        out="$logs/client-2026-$s.out"
+        timeout -k 10 120 "${conformance_alpha[@]}" client --command "$client_cmd" --scenario "$s" \
+            --spec-version 2026-07-28 -o "$logs/client-2026" >"$out" 2>&1
+        verdict="$(results solo "$out")"
+        if [[ "$verdict" == pass ]]; then
+            passed=$((passed + 1))
+        else
+            echo "  FAIL $s: ${verdict#fail } ($(grep -a '^Passed:' "$out" | tail -n 1))"
+            results details "$logs/client-2026" "$s"
+            failures+=("$title: $s")
+        fi
+    done
+    echo "$title: $passed/${#modern_client_scenarios[@]} scenarios passed"
+}
+run_modern_client_scenarios
+
 echo "logs: $logs"
 if [[ ${#failures[@]} -gt 0 ]]; then
     printf 'conformance FAILED:\n'
