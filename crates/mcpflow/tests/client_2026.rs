@@ -675,5 +675,10 @@ mod http {
         assert!(!client.is_modern());
         assert_eq!(server.posts("initialize").len(), 1);
         assert_eq!(client.server_info().server_info.name, "old");
+        // The era is remembered for the origin: the next connection sends no probe.
+        let again = connect(&server.url).await;
+        assert!(!again.is_modern());
+        assert_eq!(server.posts("server/discover").len(), 1);
+        assert_eq!(server.posts("initialize").len(), 2);
     }
 }

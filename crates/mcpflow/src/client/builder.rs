@@ -345,6 +345,7 @@ impl ClientBuilder {
     /// client does not speak, or (with [`Era::Modern`]) it does not speak 2026-07-28.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
         let capabilities = self.capabilities();
+        let server_key = transport.server_key();
         let shared = Arc::new(ClientShared {
             handlers: self.handlers.clone(),
             server: OnceLock::new(),
@@ -363,7 +364,10 @@ impl ClientBuilder {
             shared,
         };
         let _ = handle.shared.caches.set(Caches::new(&handle.peer));
-        if self.era != Era::Handshake {
+        // A server this process found to speak only the handshake era is not probed
+        // again (Era::Modern always probes: it must fail when the server is not modern).
+        let skip_probe = self.era == Era::Auto && era::known_handshake_only(server_key.as_deref());
+        if self.era != Era::Handshake && !skip_probe {
             let probe = era::probe(
                 &handle.peer,
                 &modern_capabilities(&capabilities),
@@ -377,6 +381,7 @@ impl ClientBuilder {
                     version,
                     discovered,
                 } => {
+                    era::remember(server_key.as_deref(), false);
                     handle.peer.set_request_meta(Some(era::envelope(
                         &version,
                         &modern_capabilities(&capabilities),
@@ -415,6 +420,7 @@ impl ClientBuilder {
                 }
                 Probe::Handshake(why) => {
                     tracing::debug!("the server speaks the handshake era ({why})");
+                    era::remember(server_key.as_deref(), true);
                 }
             }
         }
@@ -430,6 +436,8 @@ impl ClientBuilder {
         let init = match init {
             Ok(init) => init,
             Err(e) => {
+                // The assumption failed: probe again next time.
+                era::remember(server_key.as_deref(), false);
                 session.close().await;
                 return Err(e.into());
             }

@@ -31,6 +31,42 @@ pub enum Era {
     Modern,
 }
 
+/// Servers (by [`Transport::server_key`](crate::transport::Transport::server_key)) found
+/// to speak only the handshake era in this process: later connections skip the probe.
+static HANDSHAKE_ONLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Most servers remembered in [`HANDSHAKE_ONLY`].
+const REMEMBERED: usize = 256;
+
+/// Whether the server at `key` was found to speak only the handshake era.
+pub(crate) fn known_handshake_only(key: Option<&str>) -> bool {
+    key.is_some_and(|key| {
+        HANDSHAKE_ONLY
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|k| k == key)
+    })
+}
+
+/// Remember that the server at `key` speaks only the handshake era (or forget it, when
+/// it turned out to speak 2026-07-28).
+pub(crate) fn remember(key: Option<&str>, handshake_only: bool) {
+    let Some(key) = key else {
+        return;
+    };
+    let mut known = HANDSHAKE_ONLY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    known.retain(|k| k != key);
+    if handshake_only {
+        if known.len() >= REMEMBERED {
+            known.remove(0);
+        }
+        known.push(key.to_owned());
+    }
+}
+
 /// The 2026-07-28 versions this client speaks, preferred first.
 pub(crate) const MODERN_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
