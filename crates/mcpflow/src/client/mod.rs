@@ -40,6 +40,7 @@ pub(crate) mod cache;
 mod context;
 mod era;
 pub(crate) mod headers;
+mod lists;
 mod mrtr;
 mod output;
 mod pages;
@@ -58,9 +59,9 @@ use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use builder::Handlers;
-use cache::ListCache;
+pub(crate) use lists::Caches;
 use output::OutputValidators;
-use pages::{all_pages, all_pages_fetch_ttl, all_pages_ttl};
+use pages::all_pages;
 
 use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
@@ -118,40 +119,6 @@ pub enum ToolCallError {
         /// What did not fit.
         detail: String,
     },
-}
-
-/// The lists that refresh themselves on `list_changed` ([`ClientHandle::tools`] and the like).
-pub(crate) struct Caches {
-    pub(crate) tools: Arc<ListCache<Tool>>,
-    pub(crate) prompts: Arc<ListCache<Prompt>>,
-    pub(crate) resources: Arc<ListCache<Resource>>,
-    pub(crate) templates: Arc<ListCache<ResourceTemplate>>,
-}
-
-impl Caches {
-    fn new(peer: &Peer) -> Caches {
-        fn list<T>(peer: &Peer, method: &'static str, field: &'static str) -> Arc<ListCache<T>>
-        where
-            T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
-        {
-            let ttl = cache::TtlCell::default();
-            ListCache::with_ttl(all_pages_fetch_ttl(peer, method, field, ttl.clone()), ttl)
-        }
-        let tool_ttl = cache::TtlCell::default();
-        Caches {
-            tools: ListCache::with_ttl(tool_pages_fetch(peer, tool_ttl.clone()), tool_ttl),
-            prompts: list(peer, method::PROMPTS_LIST, "prompts"),
-            resources: list(peer, method::RESOURCES_LIST, "resources"),
-            templates: list(peer, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates"),
-        }
-    }
-
-    fn abort(&self) {
-        self.tools.abort();
-        self.prompts.abort();
-        self.resources.abort();
-        self.templates.abort();
-    }
 }
 
 /// A cheap, cloneable handle to a connected server: every typed call lives here.
@@ -576,20 +543,6 @@ impl ClientHandle {
             .notify_raw(method::ROOTS_LIST_CHANGED, Some(&EmptyParams::default()))
             .await
     }
-}
-
-/// Every page of `tools/list`, without tools whose `x-mcp-header` is invalid.
-fn tool_pages_fetch(peer: &Peer, ttl: cache::TtlCell) -> cache::Fetch<Tool> {
-    let peer = peer.clone();
-    Arc::new(move || {
-        let peer = peer.clone();
-        let ttl = ttl.clone();
-        Box::pin(async move {
-            let mut tools = all_pages_ttl(&peer, method::TOOLS_LIST, "tools", Some(&ttl)).await?;
-            headers::drop_invalid(&mut tools);
-            Ok(tools)
-        })
-    })
 }
 
 fn to_raw<T: Serialize>(method: &str, value: &T) -> Result<Box<RawValue>, SessionError> {

@@ -3,7 +3,6 @@
 //! the requests still owed an answer, and the channel to the session's reader.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::TokenProvider;
 use super::outgoing::Outgoing;
 use super::sse::SseEvent;
+use super::tool_headers::ToolHeaders;
 use crate::error::TransportError;
 use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::transport::InboundFrame;
@@ -153,10 +153,8 @@ pub(super) struct Connection {
     pub(super) reinitializing: tokio::sync::Mutex<()>,
     /// Bumped when the standalone stream is (re)started; older loops stop.
     standalone: AtomicU64,
-    /// 2026-07-28: the `x-mcp-header` arguments of each tool, learnt from the
-    /// `tools/list` answers passing through, and the ids of those list requests.
-    tool_headers: Mutex<HashMap<String, Vec<(String, String)>>>,
-    tool_lists: Mutex<Vec<RequestId>>,
+    /// 2026-07-28: the `x-mcp-header` arguments of each tool.
+    pub(super) tool_headers: ToolHeaders,
     /// A 2026-07-28 request was sent: cancelling means closing the request's stream.
     modern: std::sync::atomic::AtomicBool,
 }
@@ -186,8 +184,7 @@ impl Connection {
             stopped: CancellationToken::new(),
             reinitializing: tokio::sync::Mutex::new(()),
             standalone: AtomicU64::new(0),
-            tool_headers: Mutex::new(HashMap::new()),
-            tool_lists: Mutex::new(Vec::new()),
+            tool_headers: ToolHeaders::default(),
             modern: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -286,7 +283,7 @@ impl Connection {
         if outgoing.modern.is_some() {
             self.modern.store(true, Ordering::Relaxed);
             if outgoing.method.as_deref() == Some("tools/list") {
-                lock(&self.tool_lists).extend(outgoing.ids.iter().cloned());
+                self.tool_headers.listing(&outgoing.ids);
             }
         }
     }
@@ -294,58 +291,6 @@ impl Connection {
     /// Whether 2026-07-28 requests were sent on this connection.
     pub(super) fn is_modern(&self) -> bool {
         self.modern.load(Ordering::Relaxed)
-    }
-
-    /// The `Mcp-Param-*` headers of a `tools/call` of `tool` with `arguments`:
-    /// arguments that are absent or null get none.
-    pub(super) fn param_headers(
-        &self,
-        tool: &str,
-        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
-    ) -> Vec<(String, String)> {
-        let Some(arguments) = arguments else {
-            return Vec::new();
-        };
-        let known = lock(&self.tool_headers);
-        let Some(pairs) = known.get(tool) else {
-            return Vec::new();
-        };
-        pairs
-            .iter()
-            .filter_map(|(argument, header)| {
-                let value = crate::client::headers::header_value(arguments.get(argument)?)?;
-                Some((format!("Mcp-Param-{header}"), value))
-            })
-            .collect()
-    }
-
-    /// Learn the `x-mcp-header` arguments of the tools in a `tools/list` answer.
-    fn learn_tool_headers(&self, result: &RawValue) {
-        #[derive(Deserialize)]
-        struct Page {
-            #[serde(default)]
-            tools: Vec<ListedTool>,
-        }
-        #[derive(Deserialize)]
-        struct ListedTool {
-            name: String,
-            #[serde(rename = "inputSchema", default)]
-            input_schema: serde_json::Map<String, serde_json::Value>,
-        }
-        let Ok(page) = serde_json::from_str::<Page>(result.get()) else {
-            return;
-        };
-        let mut known = lock(&self.tool_headers);
-        for tool in page.tools {
-            match crate::client::headers::header_params(&tool.input_schema) {
-                Ok(pairs) => {
-                    known.insert(tool.name, pairs);
-                }
-                Err(_) => {
-                    known.remove(&tool.name);
-                }
-            }
-        }
     }
 
     /// An HTTP request with the headers every request carries: `Accept`, the custom
@@ -516,14 +461,7 @@ impl Connection {
                     {
                         self.capture_version(result);
                     }
-                    let listed = {
-                        let mut lists = lock(&self.tool_lists);
-                        let at = lists.iter().position(|i| i.correlates_with(&id));
-                        at.map(|at| lists.swap_remove(at)).is_some()
-                    };
-                    if listed && let Some(result) = result {
-                        self.learn_tool_headers(result);
-                    }
+                    self.tool_headers.answered(&id, result);
                     answers = Some(id);
                 }
                 _ => {}

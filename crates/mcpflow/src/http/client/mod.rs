@@ -59,6 +59,7 @@ mod outgoing;
 mod post;
 mod sse;
 mod stream;
+mod tool_headers;
 
 use std::fmt;
 use std::future::Future;

@@ -211,7 +211,10 @@ fn modern_headers(
     if method == "tools/call"
         && let Some(tool) = &modern.name
     {
-        for (header, value) in conn.param_headers(tool, modern.arguments.as_ref()) {
+        for (header, value) in conn
+            .tool_headers
+            .param_headers(tool, modern.arguments.as_ref())
+        {
             request = request.header(header, value);
         }
     }
