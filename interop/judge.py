@@ -135,6 +135,54 @@ def mcpflow_client(d, sampling_text):
     return (not problems), "; ".join(problems or info)
 
 
+def mcpflow_modern(d):
+    """mcpflow's client pinned to 2026-07-28 against server_modern.py: the version, a call
+    with progress and a log, a list change, and an elicitation through input_required."""
+    d = Path(d)
+    problems, info = [], []
+
+    def load(name):
+        rc = int((d / f"{name}.rc").read_text().strip() or "99")
+        out = last_json_line((d / f"{name}.out").read_text(errors="replace"))
+        err = (d / f"{name}.err").read_text(errors="replace").strip().splitlines()
+        return rc, out, (err[-1] if err else "")
+
+    def text(out):
+        return "".join(b.get("text", "") for b in out["result"].get("content", []))
+
+    rc, ins, err = load("inspect")
+    if rc != 0 or ins is None:
+        problems.append(f"inspect exit {rc}: {err[:300]}")
+    else:
+        info.append(f"proto {ins.get('protocolVersion')}")
+        if ins.get("protocolVersion") != "2026-07-28":
+            problems.append(f"inspect: negotiated {ins.get('protocolVersion')}, not 2026-07-28")
+    rc, echo, err = load("echo")
+    if rc != 0 or echo is None:
+        problems.append(f"call echo exit {rc}: {err[:300]}")
+    else:
+        n = echo.get("notifications", {})
+        info.append(f"progress {n.get('notifications/progress', 0)}/2, logs {n.get('notifications/message', 0)}")
+        if n.get("notifications/progress", 0) != 2 or n.get("notifications/message", 0) < 1 or text(echo) != "hello":
+            problems.append(f"echo: notifications {n}, result {text(echo)!r}")
+    rc, ch, err = load("change")
+    if rc != 0 or ch is None:
+        problems.append(f"call change_tools exit {rc}: {err[:300]}")
+    else:
+        n = ch.get("notifications", {}).get("notifications/tools/list_changed", 0)
+        info.append(f"list_changed {n}")
+        if n < 1:
+            problems.append(f"change_tools: no list_changed ({ch.get('notifications')})")
+    rc, cf, err = load("confirm")
+    if rc != 0 or cf is None:
+        problems.append(f"call confirm exit {rc}: {err[:300]}")
+    elif text(cf) != "accept True":
+        problems.append(f"confirm: result {text(cf)!r}")
+    else:
+        info.append("elicitation via input_required ok")
+    return (not problems), "; ".join(problems or info)
+
+
 def features(path):
     """2025-11-25 features: sampling with tools, URL elicitation required, a wrapped list."""
     raw = Path(path).read_text(errors="replace")
@@ -253,6 +301,8 @@ if __name__ == "__main__":
         ok, detail = inspector(sys.argv[2], sys.argv[3])
     elif kind == "modern":
         ok, detail = modern(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
+    elif kind == "mcpflow-modern":
+        ok, detail = mcpflow_modern(sys.argv[2])
     else:
         ok, detail = mcpflow_client(sys.argv[2], sys.argv[3])
     print(("PASS " if ok else "FAIL ") + detail)

@@ -2,7 +2,8 @@
 # Interop matrix over stdio and streamable HTTP: the mcpflow server against the official SDK
 # clients (Python mcp 2.x in auto and legacy modes, Python mcp 1.30, TypeScript SDK 1.x,
 # TypeScript SDK 2.x in legacy and auto version-negotiation modes), and the mcpflow client
-# (`mcpflow inspect` / `mcpflow call`) against the official SDK servers.
+# (`mcpflow inspect` / `mcpflow call`) against the official SDK servers, in the handshake era
+# and (`--era modern`, against the Python 2.x server) in 2026-07-28.
 # Over HTTP, each cell starts its server on a free 127.0.0.1 port (`mcpflow serve everything
 # --http 127.0.0.1:PORT`, or a peer server with `--http-port PORT`; endpoint /mcp), waits at most
 # 10 s for it to accept connections, and stops it afterwards; clients connect with `--url`.
@@ -359,6 +360,35 @@ for s in py2 py1 ts; do
     run_url sampling call --json --timeout 20 --sampling-response "$SAMPLING_TEXT" ask_sampling '{"prompt":"say something"}'
     stop_http
     report "$s(http) <- mcpflow" "$(judge mcpflow-client "$d" "$SAMPLING_TEXT")" "$d/server.log"
+done
+
+# --- mcpflow's client pinned to 2026-07-28 against the Python 2.x server, stdio and HTTP ---
+# A call with progress and a log, a list change, an elicitation through input_required.
+for t in stdio http; do
+    d="$logs/py2-modern-$t.mcpflow"
+    mkdir -p "$d"
+    name="py2-modern($t) <- mcpflow --era modern"
+    modern_cmd=("$py2" "$root/interop/peers/server_modern.py")
+    place=(-- "${modern_cmd[@]}")
+    if [[ $t == http ]]; then
+        if ! start_http "$d/server.log" "${modern_cmd[@]}" --http-port @PORT@; then
+            report "$name" "FAIL the server did not accept connections within 10 s" "$d/server.log"
+            continue
+        fi
+        place=(--url "$http_url")
+    fi
+    run_modern() { # name subcommand args...
+        local n="$1" sub="$2"
+        shift 2
+        $T "$mcpflow" "$sub" --era modern --json --timeout 20 "$@" "${place[@]}" >"$d/$n.out" 2>"$d/$n.err"
+        echo $? >"$d/$n.rc"
+    }
+    run_modern inspect inspect
+    run_modern echo call echo '{"text":"hello"}'
+    run_modern change call change_tools
+    run_modern confirm call --elicitation-response '{"ok":true}' confirm '{"action":"deploy"}'
+    stop_http
+    report "$name" "$(judge mcpflow-modern "$d")" "$d/server.log"
 done
 
 # --- controls: peer server <- peer client (validates the peers themselves) ------------

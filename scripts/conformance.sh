@@ -8,8 +8,9 @@
 #      stateless requests on the same endpoint; the runner also runs extension and pending
 #      scenarios there, such as tasks, and reports them unscored);
 #   3. client suite `core` of the pinned release against the `conformance_client` example, with
-#      conformance/expected-failures.yml as the baseline (OAuth scenarios only);
-#   4. the alpha's 2026-07-28 OAuth client scenarios, one at a time.
+#      conformance/expected-failures.yml as the baseline;
+#   4. every client scenario the alpha's 2026-07-28 revision requires (OAuth included), one at
+#      a time at the 2026-07-28 wire.
 # Client scenarios run in parallel. A non-auth client scenario that fails there (or passes no
 # check at all) is re-run once on its own before it counts as a failure: `sse-retry` has a
 # 450-700 ms reconnect window that CPU contention on 2 cores can push it out of.
@@ -202,14 +203,13 @@ run_client_suite() {
 }
 run_client_suite
 
-# --- the alpha's 2026-07-28 OAuth client scenarios, one at a time ---------------------------
-# The runner serves them at the 2026-07-28 wire. Those in alpha_auth_pending use servers that
-# accept only that wire: they count as expected failures until the client speaks it (their
-# OAuth checks pass already), and must be removed from the list once they pass.
-alpha_auth_pending=(auth/offline-access-scope auth/offline-access-not-supported
-    auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised)
-run_alpha_auth() {
-    local title="client auth scenarios, conformance $v_alpha (--requirements 2026-07-28)"
+# --- the alpha's 2026-07-28 client scenarios (OAuth ones included), one at a time -----------
+# Each runs at the 2026-07-28 wire (`--spec-version 2026-07-28`), where the client probes with
+# `server/discover`. A scenario in alpha_pending counts as an expected failure and must be
+# removed from the list once it passes.
+alpha_pending=()
+run_alpha_client() {
+    local title="client scenarios, conformance $v_alpha (--requirements 2026-07-28)"
     local s out verdict passed=0 pending=0 scenarios
     echo "==> $title"
     if [[ $client_built -eq 0 ]]; then
@@ -217,19 +217,19 @@ run_alpha_auth() {
         return
     fi
     mapfile -t scenarios < <("${conformance_alpha[@]}" list --client --requirements 2026-07-28 2>&1 |
-        sed -n 's/^ *- \(auth\/[^ ]*\)$/\1/p')
+        sed -n '/^Client scenarios/,/^Run and reported/s/^ *- \([^ ]*\)$/\1/p')
     if [[ ${#scenarios[@]} -eq 0 ]]; then
-        failures+=("$title: the runner listed no auth scenario")
+        failures+=("$title: the runner listed no client scenario")
         return
     fi
     for s in "${scenarios[@]}"; do
         out="$logs/client-$v_alpha.${s//\//_}.out"
         timeout -k 10 120 "${conformance_alpha[@]}" client --command "$client_cmd" --scenario "$s" \
-            -o "$logs/client-$v_alpha-auth" >"$out" 2>&1
+            --spec-version 2026-07-28 -o "$logs/client-$v_alpha-2026" >"$out" 2>&1
         verdict="$(results solo "$out")"
-        if [[ " ${alpha_auth_pending[*]} " == *" $s "* ]]; then
+        if [[ " ${alpha_pending[*]} " == *" $s "* ]]; then
             if [[ "$verdict" == pass ]]; then
-                echo "  FAIL $s now passes: remove it from alpha_auth_pending"
+                echo "  FAIL $s now passes: remove it from alpha_pending"
                 failures+=("$title: $s")
             else
                 pending=$((pending + 1))
@@ -237,14 +237,14 @@ run_alpha_auth() {
         elif [[ "$verdict" == pass ]]; then
             passed=$((passed + 1))
         else
-            echo "  FAIL $s: ${verdict#fail }"
-            results details "$logs/client-$v_alpha-auth" "$s"
+            echo "  FAIL $s: ${verdict#fail } ($(grep -a '^Passed:' "$out" | tail -n 1))"
+            results details "$logs/client-$v_alpha-2026" "$s"
             failures+=("$title: $s")
         fi
     done
-    echo "$title: $passed/${#scenarios[@]} passed, $pending pending the 2026-07-28 client wire"
+    echo "$title: $passed/${#scenarios[@]} passed${pending:+, $pending expected failures}"
 }
-run_alpha_auth
+run_alpha_client
 
 echo "logs: $logs"
 if [[ ${#failures[@]} -gt 0 ]]; then

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpflow::SessionConfig;
-use mcpflow::client::{Client, ClientBuilder};
+use mcpflow::client::{Client, ClientBuilder, Era};
 use mcpflow::host::{RemoteServer, ServerConfig, ServersConfig, StdioServer};
 use mcpflow::http::client::HttpClientTransport;
-use mcpflow::protocol::{CreateMessageResult, ElicitResult, JsonObject, Root};
+use mcpflow::protocol::{CreateMessageResult, ElicitResult, JsonObject, LoggingLevel, Root};
 use mcpflow::transport::ChildProcess;
 use serde_json::Value;
 
@@ -196,6 +196,15 @@ pub fn capabilities(
     mut builder: ClientBuilder,
     args: &ServerArgs,
 ) -> Result<ClientBuilder, Failure> {
+    // With 2026-07-28, log messages come only when asked for: ask for all, as the
+    // handshake era sends them.
+    builder = builder
+        .era(match args.era.as_str() {
+            "modern" => Era::Modern,
+            "auto" => Era::Auto,
+            _ => Era::Handshake,
+        })
+        .log_level(LoggingLevel::Debug);
     if let Some(answer) = args.sampling_response.clone() {
         builder = builder.on_sampling(move |_params, _client| {
             let answer = answer.clone();

@@ -17,6 +17,13 @@
 //! Any other scenario runs the handshake and lists tools. The exit status is
 //! non-zero on any error, which is printed. Logs go to stderr (`RUST_LOG`, default
 //! `warn`).
+//!
+//! When the runner asks for protocol 2026-07-28 (`MCP_CONFORMANCE_PROTOCOL_VERSION`),
+//! the client probes with `server/discover` and speaks 2026-07-28 when the server does:
+//! `request-metadata` and `json-schema-ref-no-deref` list tools, `sep-2322-client-request-state`
+//! and `http-invalid-tool-headers` call every listed tool (answering elicitations),
+//! `http-custom-headers` makes the calls the runner names in `MCP_CONFORMANCE_CONTEXT`,
+//! and `http-standard-headers` also lists and reads resources and prompts.
 
 #[cfg(feature = "http-client")]
 #[tokio::main]
@@ -35,7 +42,7 @@ fn main() {
 pub mod conformance {
     use std::process::ExitCode;
 
-    use mcpflow::client::{Client, ClientHandle};
+    use mcpflow::client::{Client, ClientHandle, Era};
     use mcpflow::protocol::{ElicitRequestParams, ElicitResult, JsonObject, ProtocolVersion, Tool};
     use serde_json::{Value, json};
 
@@ -78,9 +85,12 @@ pub mod conformance {
             transport = transport.oauth(oauth_config(scenario)?);
         }
         let transport = transport.build()?;
+        let modern = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+            .is_ok_and(|v| v.as_str() >= "2026-07-28");
         let mut builder = Client::builder("mcpflow-conformance-client", env!("CARGO_PKG_VERSION"))
-            .protocol_version(ProtocolVersion::V2025_11_25);
-        if scenario.starts_with("elicitation") {
+            .protocol_version(ProtocolVersion::V2025_11_25)
+            .era(if modern { Era::Auto } else { Era::Handshake });
+        if scenario.starts_with("elicitation") || scenario.starts_with("sep-2322") {
             builder = builder.on_elicitation(false, |params, _client| async move {
                 Ok(accept_with_defaults(&params))
             });
@@ -93,9 +103,16 @@ pub mod conformance {
 
     async fn exercise(client: &ClientHandle, scenario: &str) -> Result<(), Error> {
         let tools = client.list_all_tools().await?;
+        if scenario == "http-custom-headers" {
+            return named_calls(client).await;
+        }
         let to_call: Vec<&Tool> = match scenario {
             "tools_call" => tools.iter().filter(|t| t.name == "add_numbers").collect(),
-            "elicitation-sep1034-client-defaults" | "sse-retry" => tools.iter().collect(),
+            "elicitation-sep1034-client-defaults"
+            | "sse-retry"
+            | "sep-2322-client-request-state"
+            | "http-invalid-tool-headers"
+            | "http-standard-headers" => tools.iter().collect(),
             s if s.starts_with("auth/") => tools.iter().collect(),
             _ => Vec::new(),
         };
@@ -112,6 +129,36 @@ pub mod conformance {
                     .unwrap_or_default();
                 return Err(format!("tool `{}` reported an error: {text}", tool.name).into());
             }
+        }
+        if scenario == "http-standard-headers" {
+            for resource in client.list_all_resources().await? {
+                client.read_resource(&resource.uri).await?;
+            }
+            for prompt in client.list_all_prompts().await? {
+                let params = mcpflow::protocol::GetPromptRequestParams::new(prompt.name.clone());
+                client.get_prompt(&params).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool calls listed in `MCP_CONFORMANCE_CONTEXT` (`{"toolCalls": [{name, arguments}]}`).
+    async fn named_calls(client: &ClientHandle) -> Result<(), Error> {
+        #[derive(serde::Deserialize)]
+        struct Context {
+            #[serde(rename = "toolCalls", default)]
+            tool_calls: Vec<Call>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Call {
+            name: String,
+            #[serde(default)]
+            arguments: Value,
+        }
+        let text = std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_else(|_| "{}".to_owned());
+        let context: Context = serde_json::from_str(&text)?;
+        for call in context.tool_calls {
+            client.call_tool(&call.name, call.arguments).await?;
         }
         Ok(())
     }

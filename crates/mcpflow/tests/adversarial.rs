@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ALL, Kind, RawPeer, bounded, bounded_for, pair};
-use mcpflow::client::Client;
+use mcpflow::client::{Client, Era};
 use mcpflow::protocol::{CallToolResult, Tool};
 use mcpflow::server::Server;
 use mcpflow::{RequestOptions, SessionConfig, SessionError};
@@ -66,10 +66,13 @@ async fn client_survives_a_misbehaving_server() {
     });
     let logged = Arc::new(Notify::new());
     let signal = logged.clone();
-    let client = Client::builder("t", "1").on_log(move |_m, _c| {
-        let signal = signal.clone();
-        async move { signal.notify_one() }
-    });
+    // The script plays the handshake era from the first message.
+    let client = Client::builder("t", "1")
+        .era(Era::Handshake)
+        .on_log(move |_m, _c| {
+            let signal = signal.clone();
+            async move { signal.notify_one() }
+        });
     let wait = logged.notified();
     let client = bounded("connect through the noise", client.connect(c))
         .await
@@ -516,6 +519,7 @@ async fn client_refuses_what_it_did_not_declare() {
         codes
     });
     let client = Client::builder("t", "1")
+        .era(Era::Handshake)
         .on_elicitation(false, |_p, _c| async {
             Ok(mcpflow::protocol::ElicitResult::decline())
         })

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Kind, RawPeer, bounded, bounded_for, pair, tool};
-use mcpflow::client::{Client, ConnectError};
+use mcpflow::client::{Client, ConnectError, Era};
 use mcpflow::protocol::completion::CompletionReference;
 use mcpflow::protocol::prompts::{Prompt, PromptArgument};
 use mcpflow::protocol::{
@@ -37,9 +37,12 @@ async fn client_accepts_every_handshake_version_the_server_picks() {
                 .await;
             peer
         });
-        let client = bounded("connect", Client::builder("t", "1").connect(c))
-            .await
-            .expect(version);
+        let client = bounded(
+            "connect",
+            Client::builder("t", "1").era(Era::Handshake).connect(c),
+        )
+        .await
+        .expect(version);
         assert_eq!(client.server_info().protocol_version.as_str(), version);
         let _peer = bounded("server", server).await;
         bounded("close", client.close()).await;
@@ -56,9 +59,12 @@ async fn client_rejects_a_version_it_does_not_speak() {
         peer.send(json!({"jsonrpc":"2.0","id":init["id"],"result":{"protocolVersion":"1999-01-01","capabilities":{},"serverInfo":{"name":"x","version":"1"}}})).await;
         peer
     });
-    let err = bounded("connect", Client::builder("t", "1").connect(c))
-        .await
-        .expect_err("unsupported");
+    let err = bounded(
+        "connect",
+        Client::builder("t", "1").era(Era::Handshake).connect(c),
+    )
+    .await
+    .expect_err("unsupported");
     assert!(
         matches!(err, ConnectError::UnsupportedVersion { .. }),
         "{err}"
@@ -110,7 +116,10 @@ async fn initialize_is_never_cancelled_even_on_timeout() {
     let err = bounded_for(
         Duration::from_secs(60),
         "connect",
-        Client::builder("t", "1").session_config(config).connect(c),
+        Client::builder("t", "1")
+            .era(Era::Handshake)
+            .session_config(config)
+            .connect(c),
     )
     .await
     .expect_err("times out");

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{ALL, Kind, MEMORY, RawPeer, bounded, bounded_for, pair, tool};
-use mcpflow::client::Client;
+use mcpflow::client::{Client, Era};
 use mcpflow::protocol::{CallToolRequestParams, CallToolResult, LoggingLevel};
 use mcpflow::server::Server;
 use mcpflow::transport::{
@@ -698,9 +698,15 @@ async fn a_response_after_its_requests_notifications_is_written_apart() {
         .build();
     let (transport, theirs, log) = common::recording_socket_pair();
     let _running = server.serve(transport);
-    let client = bounded("connect", Client::builder("t", "1").connect(theirs))
-        .await
-        .expect("connect");
+    // Handshake only, so that `initialize` is request 1.
+    let client = bounded(
+        "connect",
+        Client::builder("t", "1")
+            .era(Era::Handshake)
+            .connect(theirs),
+    )
+    .await
+    .expect("connect");
     // Listed first (request 2), so the calls are requests 3, 4 and 5.
     bounded("tools", client.tools()).await.expect("tools");
     for name in ["chatty", "quiet", "logging"] {
@@ -770,9 +776,13 @@ kill -9 $$
         .arg(script)
         .spawn()
         .expect("spawn sh");
-    let client = bounded("connect", Client::builder("t", "1").connect(child))
-        .await
-        .expect("connect");
+    // The script answers the first line as `initialize`: no `server/discover` probe.
+    let client = bounded(
+        "connect",
+        Client::builder("t", "1").era(Era::Handshake).connect(child),
+    )
+    .await
+    .expect("connect");
     let err = bounded(
         "the call fails when the child dies",
         client.call_tool("x", json!({})),

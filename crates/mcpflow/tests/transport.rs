@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::bounded;
-use mcpflow::client::{Client, ConnectError};
+use mcpflow::client::{Client, ConnectError, Era};
 use mcpflow::transport::{
     ChildProcess, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport,
     Transport,
@@ -39,9 +39,13 @@ async fn close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm(
         .spawn()
         .expect("spawn sh");
     let pid = child.pid().expect("pid");
-    let client = bounded("connect", Client::builder("t", "1").connect(child))
-        .await
-        .expect("connect");
+    // The script answers the first line as `initialize`: no `server/discover` probe.
+    let client = bounded(
+        "connect",
+        Client::builder("t", "1").era(Era::Handshake).connect(child),
+    )
+    .await
+    .expect("connect");
     assert!(alive(pid));
     bounded("close escalates and ends", client.close()).await;
     assert!(!alive(pid), "the server process must be gone after close");
@@ -57,9 +61,13 @@ async fn close_ends_a_well_behaved_server_by_closing_stdin() {
         .spawn()
         .expect("spawn sh");
     let pid = child.pid().expect("pid");
-    let client = bounded("connect", Client::builder("t", "1").connect(child))
-        .await
-        .expect("connect");
+    // The script answers the first line as `initialize`: no `server/discover` probe.
+    let client = bounded(
+        "connect",
+        Client::builder("t", "1").era(Era::Handshake).connect(child),
+    )
+    .await
+    .expect("connect");
     bounded("close", client.close()).await;
     assert!(!alive(pid));
 }

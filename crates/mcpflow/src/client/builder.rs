@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::methods::method;
@@ -11,9 +12,10 @@ use mcpflow_protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCompleteNotificationParams, EmptyParams, ErrorObject,
     HANDSHAKE_VERSIONS, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    LoggingMessageNotificationParams, ProtocolVersion, Root,
+    LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion, Root,
 };
 
+use super::era::{self, Era, Probe};
 use super::output::OutputValidators;
 use super::service::ClientService;
 use super::{Caches, Client, ClientContext, ClientHandle, ClientShared};
@@ -62,9 +64,14 @@ pub type NotificationHandler =
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// `initialize` did not succeed.
+    /// `initialize` (or the `server/discover` probe before it, when the connection
+    /// ended during it) did not succeed.
     #[error("initialize failed: {0}")]
     Initialize(#[from] SessionError),
+    /// The server does not speak 2026-07-28 and the client was pinned to it
+    /// ([`Era::Modern`]), or it speaks only versions this client does not.
+    #[error("the server does not speak 2026-07-28: {0}")]
+    NotModern(SessionError),
     /// The server chose a protocol version this client does not speak.
     #[error(
         "the server chose protocol version {chosen}, which this client does not support (supported: {supported})"
@@ -84,7 +91,16 @@ pub struct ClientBuilder {
     protocol_version: ProtocolVersion,
     config: SessionConfig,
     handlers: Handlers,
+    era: Era,
+    discover_timeout: Duration,
+    max_input_rounds: usize,
+    log_level: Option<LoggingLevel>,
 }
+
+/// Default wait for the `server/discover` probe before falling back to `initialize`.
+const DISCOVER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default most `input_required` rounds of one request.
+const MAX_INPUT_ROUNDS: usize = 8;
 
 /// The callbacks a builder was given; the client's service answers with them.
 #[derive(Default, Clone)]
@@ -116,7 +132,39 @@ impl ClientBuilder {
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
             config: SessionConfig::default(),
             handlers: Handlers::default(),
+            era: Era::Auto,
+            discover_timeout: DISCOVER_TIMEOUT,
+            max_input_rounds: MAX_INPUT_ROUNDS,
+            log_level: None,
         }
+    }
+
+    /// Which protocol era to speak (default [`Era::Auto`]: probe with `server/discover`,
+    /// speak 2026-07-28 when the server does, else run the `initialize` handshake).
+    pub fn era(mut self, era: Era) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// Longest wait for the answer to the `server/discover` probe; past it the server
+    /// is taken to speak only the handshake era. Default: 5 s.
+    pub fn discover_timeout(mut self, timeout: Duration) -> Self {
+        self.discover_timeout = timeout;
+        self
+    }
+
+    /// Most `input_required` rounds (2026-07-28) one request may take before it fails.
+    /// Default: 8.
+    pub fn max_input_rounds(mut self, rounds: usize) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+
+    /// With a 2026-07-28 server: ask for log messages at or above `level` on every
+    /// request (`_meta` `logLevel`); without it the server sends none.
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
+        self
     }
 
     /// The protocol version to ask for (default: the newest handshake version,
@@ -258,6 +306,10 @@ impl ClientBuilder {
     }
 
     fn capabilities(&self) -> ClientCapabilities {
+        self.handshake_capabilities()
+    }
+
+    fn handshake_capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::default();
         if self.handlers.sampling.is_some() {
             caps = caps.with_sampling();
@@ -282,17 +334,24 @@ impl ClientBuilder {
         caps
     }
 
-    /// Start the engine on `transport` and run the handshake: `initialize` (never
-    /// cancelled, bounded by the request timeout), then `notifications/initialized`.
+    /// Start the engine on `transport` and find the server's era: unless pinned to the
+    /// handshake, probe with `server/discover` ([`Era`]); a 2026-07-28 server is then
+    /// spoken to statelessly, every request carrying the per-request `_meta`. Otherwise
+    /// run the handshake: `initialize` (never cancelled, bounded by the request
+    /// timeout), then `notifications/initialized`.
     ///
     /// # Errors
-    /// [`ConnectError`] when `initialize` fails or the server picks a version this
-    /// client does not speak.
+    /// [`ConnectError`] when `initialize` fails, the server picks a version this
+    /// client does not speak, or (with [`Era::Modern`]) it does not speak 2026-07-28.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
         let capabilities = self.capabilities();
+        let server_key = transport.server_key();
         let shared = Arc::new(ClientShared {
             handlers: self.handlers.clone(),
             server: OnceLock::new(),
+            discovered: OnceLock::new(),
+            listen: std::sync::Mutex::new(None),
+            max_input_rounds: self.max_input_rounds,
             caches: OnceLock::new(),
             output_validators: OutputValidators::default(),
         });
@@ -305,6 +364,66 @@ impl ClientBuilder {
             shared,
         };
         let _ = handle.shared.caches.set(Caches::new(&handle.peer));
+        // A server this process found to speak only the handshake era is not probed
+        // again (Era::Modern always probes: it must fail when the server is not modern).
+        let skip_probe = self.era == Era::Auto && era::known_handshake_only(server_key.as_deref());
+        if self.era != Era::Handshake && !skip_probe {
+            let probe = era::probe(
+                &handle.peer,
+                &modern_capabilities(&capabilities),
+                &self.info,
+                self.log_level,
+                self.discover_timeout,
+            )
+            .await;
+            match probe {
+                Probe::Modern {
+                    version,
+                    discovered,
+                } => {
+                    era::remember(server_key.as_deref(), false);
+                    handle.peer.set_request_meta(Some(era::envelope(
+                        &version,
+                        &modern_capabilities(&capabilities),
+                        &self.info,
+                        self.log_level,
+                    )));
+                    let _ = handle
+                        .shared
+                        .server
+                        .set(era::as_initialize(version, &discovered));
+                    let listen = era::spawn_listen(&handle.peer, &discovered.capabilities);
+                    let _ = handle.shared.discovered.set(*discovered);
+                    if let Some(listen) = listen {
+                        *handle
+                            .shared
+                            .listen
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listen);
+                    }
+                    return Ok(Client { handle, session });
+                }
+                Probe::Failed(e) if e.is_closed() => {
+                    session.close().await;
+                    return Err(ConnectError::Initialize(e));
+                }
+                Probe::Failed(e) => {
+                    session.close().await;
+                    return Err(ConnectError::NotModern(e));
+                }
+                Probe::Handshake(why) if self.era == Era::Modern => {
+                    session.close().await;
+                    return Err(ConnectError::NotModern(SessionError::Codec {
+                        method: method::SERVER_DISCOVER.into(),
+                        detail: why,
+                    }));
+                }
+                Probe::Handshake(why) => {
+                    tracing::debug!("the server speaks the handshake era ({why})");
+                    era::remember(server_key.as_deref(), true);
+                }
+            }
+        }
         let params = InitializeRequestParams::new(self.protocol_version, capabilities, self.info);
         let init: Result<InitializeResult, SessionError> = handle
             .peer
@@ -317,6 +436,8 @@ impl ClientBuilder {
         let init = match init {
             Ok(init) => init,
             Err(e) => {
+                // The assumption failed: probe again next time.
+                era::remember(server_key.as_deref(), false);
                 session.close().await;
                 return Err(e.into());
             }
@@ -346,4 +467,13 @@ impl ClientBuilder {
         }
         Ok(Client { handle, session })
     }
+}
+
+/// 2026-07-28 client capabilities: `roots` is `{}` (no `listChanged`).
+fn modern_capabilities(handshake: &ClientCapabilities) -> ClientCapabilities {
+    let mut caps = handshake.clone();
+    if caps.roots.is_some() {
+        caps.roots = Some(Default::default());
+    }
+    caps
 }

@@ -8,8 +8,13 @@
 //! list, never a half-updated one. A read of a stale list waits for the first fetch
 //! that starts after the list was marked, and no longer: it ends with that fetch, or as
 //! soon as no fetch runs any more (one failed, or the client closed).
+//!
+//! A 2026-07-28 server also says how long a list stays fresh (`ttlMs`): past that, the
+//! next read fetches it again. Lists from servers that send no `ttlMs` stay fresh until a
+//! `list_changed`.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -21,10 +26,15 @@ use crate::session::BoxFuture;
 pub(crate) type Fetch<T> =
     Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<T>, SessionError>> + Send + Sync>;
 
+/// Where a fetch leaves the `ttlMs` of the list it fetched (the shortest of its pages),
+/// when the server sent one.
+pub(crate) type TtlCell = Arc<Mutex<Option<Duration>>>;
+
 pub(crate) struct ListCache<T> {
     state: Mutex<CacheState<T>>,
     changed: watch::Sender<u64>,
     fetch: Fetch<T>,
+    ttl: TtlCell,
 }
 
 struct CacheState<T> {
@@ -41,6 +51,8 @@ struct CacheState<T> {
     fetches: u64,
     /// The client closed: no fetch will run again.
     closed: bool,
+    /// When the list goes stale by its `ttlMs`.
+    expires: Option<tokio::time::Instant>,
 }
 
 impl<T> CacheState<T> {
@@ -63,7 +75,13 @@ fn closed() -> SessionError {
 }
 
 impl<T: Clone + Send + Sync + 'static> ListCache<T> {
+    #[cfg(test)]
     pub(crate) fn new(fetch: Fetch<T>) -> Arc<Self> {
+        Self::with_ttl(fetch, TtlCell::default())
+    }
+
+    /// A cache whose fetch reports the list's `ttlMs` in `ttl`.
+    pub(crate) fn with_ttl(fetch: Fetch<T>, ttl: TtlCell) -> Arc<Self> {
         Arc::new(ListCache {
             state: Mutex::new(CacheState {
                 items: None,
@@ -74,9 +92,11 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
                 last_error: None,
                 fetches: 0,
                 closed: false,
+                expires: None,
             }),
             changed: watch::channel(0).0,
             fetch,
+            ttl,
         })
     }
 
@@ -95,6 +115,13 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
         let wanted = {
             let mut state = self.lock();
             state.wanted = true;
+            if state
+                .expires
+                .is_some_and(|at| tokio::time::Instant::now() >= at)
+            {
+                state.expires = None;
+                state.dirty = true;
+            }
             if !state.dirty && state.task.is_none() {
                 return state.outcome();
             }
@@ -183,7 +210,13 @@ impl<T: Clone + Send + Sync + 'static> ListCache<T> {
                 state.fetches += 1;
             }
             let fetched = (self.fetch)().await;
+            let ttl = self
+                .ttl
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
             let mut state = self.lock();
+            state.expires = ttl.map(|ttl| tokio::time::Instant::now() + ttl);
             state.generation += 1;
             let failed = match fetched {
                 Ok(items) => {

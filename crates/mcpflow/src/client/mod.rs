@@ -27,10 +27,21 @@
 //!
 //! Callbacks run concurrently with everything else (server requests in their own
 //! tasks, notifications on the notification lane), so they may call the server back.
+//!
+//! **Two eras.** By default ([`Era::Auto`]) `connect` first probes with
+//! `server/discover`. A 2026-07-28 server is then spoken to statelessly: every request
+//! carries the per-request `_meta`; an `input_required` answer is fulfilled with the
+//! same sampling, elicitation and roots callbacks and retried; list changes arrive on a
+//! `subscriptions/listen` stream and lists are cached for their `ttlMs`. Any other
+//! server gets the `initialize` handshake. [`ClientBuilder::era`] pins either era.
 
 mod builder;
 pub(crate) mod cache;
 mod context;
+mod era;
+pub(crate) mod headers;
+mod lists;
+mod mrtr;
 mod output;
 mod pages;
 mod service;
@@ -40,15 +51,17 @@ pub use builder::{
     NotificationHandler, RootsHandler, SamplingHandler,
 };
 pub use context::ClientContext;
+pub use era::Era;
+pub(crate) use era::is_modern_error as era_error;
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use builder::Handlers;
-use cache::ListCache;
+pub(crate) use lists::Caches;
 use output::OutputValidators;
-use pages::{all_pages, all_pages_fetch};
+use pages::all_pages;
 
 use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
@@ -73,6 +86,12 @@ const MAX_PAGES: usize = 1000;
 struct ClientShared {
     handlers: Handlers,
     server: OnceLock<InitializeResult>,
+    /// The `server/discover` result, when the server speaks 2026-07-28.
+    discovered: OnceLock<mcpflow_protocol::discover::DiscoverResult>,
+    /// Most `input_required` rounds one request may take.
+    max_input_rounds: usize,
+    /// The task keeping a `subscriptions/listen` stream open (2026-07-28).
+    listen: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     caches: OnceLock<Caches>,
     output_validators: OutputValidators,
 }
@@ -100,36 +119,6 @@ pub enum ToolCallError {
         /// What did not fit.
         detail: String,
     },
-}
-
-/// The lists that refresh themselves on `list_changed` ([`ClientHandle::tools`] and the like).
-pub(crate) struct Caches {
-    pub(crate) tools: Arc<ListCache<Tool>>,
-    pub(crate) prompts: Arc<ListCache<Prompt>>,
-    pub(crate) resources: Arc<ListCache<Resource>>,
-    pub(crate) templates: Arc<ListCache<ResourceTemplate>>,
-}
-
-impl Caches {
-    fn new(peer: &Peer) -> Caches {
-        Caches {
-            tools: ListCache::new(all_pages_fetch(peer, method::TOOLS_LIST, "tools")),
-            prompts: ListCache::new(all_pages_fetch(peer, method::PROMPTS_LIST, "prompts")),
-            resources: ListCache::new(all_pages_fetch(peer, method::RESOURCES_LIST, "resources")),
-            templates: ListCache::new(all_pages_fetch(
-                peer,
-                method::RESOURCES_TEMPLATES_LIST,
-                "resourceTemplates",
-            )),
-        }
-    }
-
-    fn abort(&self) {
-        self.tools.abort();
-        self.prompts.abort();
-        self.resources.abort();
-        self.templates.abort();
-    }
 }
 
 /// A cheap, cloneable handle to a connected server: every typed call lives here.
@@ -162,9 +151,21 @@ impl ClientHandle {
         self.peer.notifications_handled().await;
     }
 
-    /// The server's `initialize` result (`None` until the handshake completes).
+    /// The server's `initialize` result (`None` until the handshake completes). With a
+    /// 2026-07-28 server, built from its `server/discover` result.
     pub fn server(&self) -> Option<&InitializeResult> {
         self.shared.server.get()
+    }
+
+    /// The server's `server/discover` result, when it speaks 2026-07-28 (stateless
+    /// requests carrying the per-request `_meta`).
+    pub fn discovered(&self) -> Option<&mcpflow_protocol::discover::DiscoverResult> {
+        self.shared.discovered.get()
+    }
+
+    /// Whether this connection speaks 2026-07-28.
+    pub fn is_modern(&self) -> bool {
+        self.shared.discovered.get().is_some()
     }
 
     /// Send any typed request.
@@ -226,8 +227,11 @@ impl ClientHandle {
         let params = cursor
             .map(PaginatedRequestParams::with_cursor)
             .unwrap_or_default();
-        self.request::<methods::ListTools>(&params, RequestOptions::new())
-            .await
+        let mut page = self
+            .request::<methods::ListTools>(&params, RequestOptions::new())
+            .await?;
+        headers::drop_invalid(&mut page.tools);
+        Ok(page)
     }
 
     /// Every page of `tools/list`.
@@ -235,7 +239,9 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`], or [`SessionError::Codec`] for a cursor loop.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, SessionError> {
-        all_pages(&self.peer, method::TOOLS_LIST, "tools").await
+        let mut tools = all_pages(&self.peer, method::TOOLS_LIST, "tools").await?;
+        headers::drop_invalid(&mut tools);
+        Ok(tools)
     }
 
     /// The tool list, kept fresh: fetched on first use, refetched after each
@@ -321,7 +327,24 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
         self.prefetch_tools_for_check();
-        let result = self.request::<methods::CallTool>(params, options).await?;
+        let result = if self.is_modern() {
+            match mrtr::request_with_input(self, method::TOOLS_CALL, params, options.clone()).await
+            {
+                Err(SessionError::Rejected { error, .. })
+                    if error.code == mcpflow_protocol::ErrorCode::HEADER_MISMATCH =>
+                {
+                    // The tool's `x-mcp-header` annotations changed: learn them again
+                    // from a fresh list, then try once more.
+                    tracing::debug!(tool = %params.name, "header mismatch; refreshing the tool list and retrying");
+                    self.list_all_tools().await?;
+                    self.caches().tools.mark_dirty();
+                    mrtr::request_with_input(self, method::TOOLS_CALL, params, options).await?
+                }
+                other => other?,
+            }
+        } else {
+            self.request::<methods::CallTool>(params, options).await?
+        };
         self.check_output(&params.name, &result).await?;
         Ok(result)
     }
@@ -421,6 +444,15 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        if self.is_modern() {
+            return mrtr::request_with_input(
+                self,
+                method::RESOURCES_READ,
+                &ReadResourceRequestParams::new(uri),
+                RequestOptions::new(),
+            )
+            .await;
+        }
         self.request::<methods::ReadResource>(
             &ReadResourceRequestParams::new(uri),
             RequestOptions::new(),
@@ -467,6 +499,15 @@ impl ClientHandle {
         &self,
         params: &GetPromptRequestParams,
     ) -> Result<GetPromptResult, SessionError> {
+        if self.is_modern() {
+            return mrtr::request_with_input(
+                self,
+                method::PROMPTS_GET,
+                params,
+                RequestOptions::new(),
+            )
+            .await;
+        }
         self.request::<methods::GetPrompt>(params, RequestOptions::new())
             .await
     }
@@ -559,6 +600,18 @@ impl Client {
     pub async fn close(self) {
         if let Some(caches) = self.handle.shared.caches.get() {
             caches.abort();
+        }
+        let listen = self
+            .handle
+            .shared
+            .listen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(listen) = listen {
+            // Dropping the listen request ends its stream (HTTP) or cancels it (stdio).
+            listen.abort();
+            let _ = listen.await;
         }
         self.session.close().await;
     }

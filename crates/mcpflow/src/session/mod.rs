@@ -124,6 +124,9 @@ pub(crate) struct Shared {
     ended: CancellationToken,
     reason: OnceLock<CloseReason>,
     accept_batches: AtomicBool,
+    /// `_meta` entries put on every request this side sends (the 2026-07-28 per-request
+    /// envelope), set once the era is known.
+    request_meta: std::sync::RwLock<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
     inbound: Arc<Inbound>,
     lane: Arc<NotificationLane>,
     reader_stop: Stop,

@@ -132,6 +132,7 @@ impl Peer {
         options: RequestOptions,
         frame: impl FnOnce(i64, &RequestOptions) -> Result<(Vec<u8>, Option<String>), SessionError>,
     ) -> Result<PendingRequest, SessionError> {
+        let options = self.with_request_meta(options);
         let config = &self.shared.config;
         let now = Instant::now();
         let deadline = Deadline {
@@ -303,6 +304,36 @@ impl Peer {
     /// Accept JSON-RPC batches from the peer (only protocol 2025-03-26 allows them).
     pub fn set_accept_batches(&self, accept: bool) {
         self.shared.accept_batches.store(accept, Ordering::Relaxed);
+    }
+
+    /// Put these `_meta` entries on every request sent from now on (`None`: stop). A
+    /// request's own [`RequestOptions::meta`] entries win over them. The client sets the
+    /// 2026-07-28 per-request envelope (protocol version, capabilities, client info)
+    /// this way.
+    pub fn set_request_meta(&self, meta: Option<serde_json::Map<String, serde_json::Value>>) {
+        let mut slot = self
+            .shared
+            .request_meta
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *slot = meta.map(Arc::new);
+    }
+
+    fn with_request_meta(&self, mut options: RequestOptions) -> RequestOptions {
+        let envelope = self
+            .shared
+            .request_meta
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(envelope) = envelope {
+            let mut meta = envelope.as_ref().clone();
+            if let Some(own) = options.meta.take() {
+                meta.extend(own);
+            }
+            options.meta = Some(meta);
+        }
+        options
     }
 
     /// The session's configuration.

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::TokenProvider;
 use super::outgoing::Outgoing;
 use super::sse::SseEvent;
+use super::tool_headers::ToolHeaders;
 use crate::error::TransportError;
 use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::transport::InboundFrame;
@@ -153,6 +154,10 @@ pub(super) struct Connection {
     pub(super) reinitializing: tokio::sync::Mutex<()>,
     /// Bumped when the standalone stream is (re)started; older loops stop.
     standalone: AtomicU64,
+    /// 2026-07-28: the `x-mcp-header` arguments of each tool.
+    pub(super) tool_headers: ToolHeaders,
+    /// A 2026-07-28 request was sent: cancelling means closing the request's stream.
+    modern: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -180,6 +185,8 @@ impl Connection {
             stopped: CancellationToken::new(),
             reinitializing: tokio::sync::Mutex::new(()),
             standalone: AtomicU64::new(0),
+            tool_headers: ToolHeaders::default(),
+            modern: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -274,6 +281,17 @@ impl Connection {
         } else if let Some(id) = &outgoing.cancels {
             self.settle(id);
         }
+        if outgoing.modern.is_some() {
+            self.modern.store(true, Ordering::Relaxed);
+            if outgoing.method.as_deref() == Some("tools/list") {
+                self.tool_headers.listing(&outgoing.ids);
+            }
+        }
+    }
+
+    /// Whether 2026-07-28 requests were sent on this connection.
+    pub(super) fn is_modern(&self) -> bool {
+        self.modern.load(Ordering::Relaxed)
     }
 
     /// An HTTP request with the headers every request carries: `Accept`, the custom
@@ -445,6 +463,7 @@ impl Connection {
                     {
                         self.capture_version(result);
                     }
+                    self.tool_headers.answered(&id, result);
                     answers = Some(id);
                 }
                 _ => {}

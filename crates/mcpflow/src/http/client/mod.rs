@@ -21,10 +21,16 @@
 //!   [`sse_idle_timeout`](HttpClientBuilder::sse_idle_timeout): each fails the affected
 //!   requests at once with [`SessionError::Transport`](crate::SessionError::Transport)
 //!   carrying [`TransportError::Http`], while the connection stays open.
-//! - **Legacy servers.** When the first POST (`initialize`) is answered 400, 404 or 405,
-//!   the transport opens the URL as an HTTP+SSE event stream, waits for its `endpoint`
-//!   event and POSTs every message there; answers arrive on that stream. When that
-//!   stream ends, the connection ends.
+//! - **2026-07-28.** A request whose `_meta` names the protocol version is sent without
+//!   a session, with `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
+//!   `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments (learnt from the
+//!   `tools/list` answers passing through). A JSON-RPC error in a 4xx body is its
+//!   answer; an empty or unreadable body fails it, which makes the client's probe fall
+//!   back to `initialize`. Cancelling it closes its stream.
+//! - **Legacy servers.** When the first POST (`initialize`) is answered 400, 404 or 405
+//!   without a 2026-07-28 error in its body, the transport opens the URL as an HTTP+SSE
+//!   event stream, waits for its `endpoint` event and POSTs every message there; answers
+//!   arrive on that stream. When that stream ends, the connection ends.
 //! - **Authorization.** With [`HttpClientBuilder::oauth`], a 401 (or a 403
 //!   `insufficient_scope`) runs the OAuth 2.1 flow of [`crate::auth`] and the request is
 //!   sent again; the token then goes on every request, streams and `DELETE` included.
@@ -58,6 +64,7 @@ mod outgoing;
 mod post;
 mod sse;
 mod stream;
+mod tool_headers;
 
 use std::fmt;
 use std::future::Future;
@@ -245,8 +252,9 @@ impl HttpClientBuilder {
         self
     }
 
-    /// When the first POST (`initialize`) is answered 400, 404 or 405, try the
-    /// HTTP+SSE transport of 2024-11-05 on the same URL. Default: on.
+    /// When the first POST (`initialize`) is answered 400, 404 or 405 (and its body is
+    /// not a 2026-07-28 JSON-RPC error), try the HTTP+SSE transport of 2024-11-05 on the
+    /// same URL. Default: on.
     pub fn legacy_sse_fallback(mut self, on: bool) -> Self {
         self.legacy_sse_fallback = on;
         self
@@ -352,6 +360,16 @@ impl HttpClientTransport {
 impl Transport for HttpClientTransport {
     type Reader = HttpClientReader;
     type Writer = HttpClientWriter;
+
+    /// The origin (`scheme://host:port`) and path of the MCP endpoint.
+    fn server_key(&self) -> Option<String> {
+        let url = &self.config.url;
+        Some(format!(
+            "{}{}",
+            url.origin().ascii_serialization(),
+            url.path()
+        ))
+    }
 
     fn split(self) -> (HttpClientReader, HttpClientWriter) {
         let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);

@@ -19,6 +19,35 @@ pub(super) struct Outgoing {
     pub(super) method: Option<String>,
     /// For `notifications/cancelled`: the request it cancels.
     pub(super) cancels: Option<RequestId>,
+    /// For a 2026-07-28 request (its `_meta` names the protocol version): what its
+    /// HTTP headers mirror.
+    pub(super) modern: Option<Modern>,
+}
+
+/// The members of a 2026-07-28 request mirrored into `MCP-Protocol-Version`, `Mcp-Name`
+/// and `Mcp-Param-*`.
+#[derive(Debug, Clone, Deserialize)]
+pub(super) struct Modern {
+    #[serde(rename = "_meta")]
+    meta: ModernMeta,
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) uri: Option<String>,
+    #[serde(default)]
+    pub(super) arguments: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct ModernMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: String,
+}
+
+impl Modern {
+    pub(super) fn protocol_version(&self) -> &str {
+        &self.meta.protocol_version
+    }
 }
 
 impl Outgoing {
@@ -29,9 +58,15 @@ impl Outgoing {
             ids: Vec::new(),
             method: None,
             cancels: None,
+            modern: None,
         };
         let mut note = |env: Envelope<'_>| {
             if let (Some(method), Some(id)) = (&env.method, &env.id) {
+                if outgoing.ids.is_empty() {
+                    outgoing.modern = env
+                        .params
+                        .and_then(|p| serde_json::from_str::<Modern>(p.get()).ok());
+                }
                 outgoing.ids.push(id.clone());
                 outgoing.method.get_or_insert_with(|| method.to_string());
             } else if let Some(method) = &env.method {
@@ -65,6 +100,10 @@ impl Outgoing {
 
     pub(super) fn is_initialize(&self) -> bool {
         self.is_request() && self.method.as_deref() == Some("initialize")
+    }
+
+    pub(super) fn is_cancellation(&self) -> bool {
+        self.cancels.is_some()
     }
 
     pub(super) fn is_initialized_notification(&self) -> bool {

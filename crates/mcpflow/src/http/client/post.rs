@@ -20,10 +20,11 @@ use super::connection::{
     ACCEPT_POST, Connection, Mode, Waiter, body_snippet, content_type, describe, is_event_stream,
 };
 use super::legacy;
-use super::outgoing::Outgoing;
+use super::outgoing::{Modern, Outgoing};
 use super::sse::Cursor;
 use super::stream::{EventReader, Next, drain, follow, idle_error, start_standalone};
 use crate::error::TransportError;
+use mcpflow_protocol::ErrorObject;
 
 /// Longest wait for a notification or response to be accepted before the next frame
 /// is sent anyway (order is kept while the server answers promptly).
@@ -89,20 +90,25 @@ fn post<'a>(
         }
         // Never send with a session that is being replaced.
         drop(conn.reinitializing.lock().await);
+        // 2026-07-28 has no cancellation over HTTP: closing the request's stream (done
+        // when its waiter settled) is the cancellation.
+        if outgoing.is_cancellation() && conn.is_modern() && conn.session().is_none() {
+            gate.take();
+            return;
+        }
         let sent_session = conn.session();
+        let with_version = !outgoing.is_initialize() && outgoing.modern.is_none();
         let mut sends = 0;
         let response = loop {
             let generation = authorize::generation(conn);
-            let request = conn
-                .prepare(
-                    Method::POST,
-                    conn.config.url.clone(),
-                    ACCEPT_POST,
-                    !outgoing.is_initialize(),
-                )
+            let mut request = conn
+                .prepare(Method::POST, conn.config.url.clone(), ACCEPT_POST, with_version)
                 .await
-                .header(CONTENT_TYPE, "application/json")
-                .body(outgoing.bytes.clone());
+                .header(CONTENT_TYPE, "application/json");
+            if let Some(modern) = &outgoing.modern {
+                request = modern_headers(conn, outgoing, modern, request);
+            }
+            let request = request.body(outgoing.bytes.clone());
             // A request answered elsewhere or cancelled meanwhile needs no answer here.
             let Some(response) = waiter
                 .unless_settled(acknowledged(request.send(), gate, outgoing.is_request()))
@@ -130,11 +136,22 @@ fn post<'a>(
             }
         };
         let status = response.status();
+        if outgoing.modern.is_some() && !status.is_success() {
+            refused_modern(conn, outgoing, waiter, response).await;
+            return;
+        }
         if outgoing.is_initialize() {
             conn.capture_session(&response);
             if conn.mode() == Mode::Probing {
                 if conn.config.legacy_sse_fallback && matches!(status.as_u16(), 400 | 404 | 405) {
-                    let body = body_snippet(response).await;
+                    // A modern server's refusal is an answer, not a reason to try the
+                    // transport of 2024-11-05.
+                    let body = read_body(conn, response).await.unwrap_or_default();
+                    if modern_error_for(&body, outgoing).is_some() {
+                        conn.deliver(body).await;
+                        return;
+                    }
+                    let body = snippet(&body);
                     legacy::fall_back(conn, outgoing, waiter, status, body, gate).await;
                     return;
                 }
@@ -177,6 +194,114 @@ fn post<'a>(
         gate.take();
         read_answer(conn, outgoing, waiter, response).await;
     })
+}
+
+/// The 2026-07-28 headers of a request: `MCP-Protocol-Version` from its `_meta`,
+/// `Mcp-Method`, `Mcp-Name` (tool or prompt name, resource URI) and `Mcp-Param-*` for
+/// the tool's `x-mcp-header` arguments.
+fn modern_headers(
+    conn: &Connection,
+    outgoing: &Outgoing,
+    modern: &Modern,
+    mut request: reqwest::RequestBuilder,
+) -> reqwest::RequestBuilder {
+    use crate::client::headers::encode_text;
+    let method = outgoing.method.as_deref().unwrap_or_default();
+    request = request
+        .header(
+            crate::http::PROTOCOL_VERSION_HEADER,
+            modern.protocol_version(),
+        )
+        .header("Mcp-Method", method);
+    let name = match method {
+        "tools/call" | "prompts/get" => modern.name.as_deref(),
+        "resources/read" => modern.uri.as_deref(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        request = request.header("Mcp-Name", encode_text(name));
+    }
+    if method == "tools/call"
+        && let Some(tool) = &modern.name
+    {
+        for (header, value) in conn
+            .tool_headers
+            .param_headers(tool, modern.arguments.as_ref())
+        {
+            request = request.header(header, value);
+        }
+    }
+    request
+}
+
+/// The JSON-RPC error in `body` when it answers `outgoing` with a modern error code
+/// (or any error carrying the request's id, for a modern request).
+fn modern_error_for(body: &[u8], outgoing: &Outgoing) -> Option<ErrorObject> {
+    #[derive(Deserialize)]
+    struct Refusal {
+        #[serde(default)]
+        id: Option<mcpflow_protocol::RequestId>,
+        error: ErrorObject,
+    }
+    let refusal: Refusal = serde_json::from_slice(body).ok()?;
+    let ours = refusal
+        .id
+        .as_ref()
+        .is_some_and(|id| outgoing.ids.iter().any(|i| i.correlates_with(id)));
+    let modern_code = crate::client::era_error(refusal.error.code);
+    (ours && (modern_code || outgoing.modern.is_some())).then_some(refusal.error)
+}
+
+/// A 2026-07-28 request answered with an error status: a JSON-RPC error for it is its
+/// answer (`-32022`, `-32020`, `-32602` on 400, `-32601` on 404); any other body fails
+/// it with the status, which makes a probe fall back to `initialize`.
+async fn refused_modern(
+    conn: &Arc<Connection>,
+    outgoing: &Outgoing,
+    waiter: &Waiter,
+    response: Response,
+) {
+    let status = response.status();
+    let body = match read_body(conn, response).await {
+        Ok(body) => body,
+        Err(error) => {
+            conn.fail_frame(outgoing, waiter, error).await;
+            return;
+        }
+    };
+    if modern_error_for(&body, outgoing).is_some() {
+        conn.deliver(body).await;
+        if !waiter.is_settled() {
+            let detail = format!("the error answer to {} was not taken", outgoing.describe());
+            conn.fail(waiter, http("POST", Some(status.as_u16()), detail))
+                .await;
+        }
+        return;
+    }
+    let detail = format!(
+        "the server rejected {}: {}",
+        outgoing.describe(),
+        snippet(&body)
+    );
+    conn.fail_frame(
+        outgoing,
+        waiter,
+        http("POST", Some(status.as_u16()), detail),
+    )
+    .await;
+}
+
+/// The start of a body, for an error message.
+fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(empty body)".to_owned();
+    }
+    match text.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 fn http(context: &'static str, status: Option<u16>, detail: String) -> TransportError {

@@ -1,0 +1,157 @@
+//! `x-mcp-header` (2026-07-28): tool arguments a client mirrors into `Mcp-Param-{Name}`
+//! HTTP headers. A tool whose annotations break the rules is dropped from the list,
+//! with a warning, so it is never called.
+
+use mcpflow_protocol::Tool;
+use serde_json::Value;
+
+/// The annotation key in a property's schema.
+const ANNOTATION: &str = "x-mcp-header";
+
+/// `(argument, header name)` pairs of a tool's `x-mcp-header` annotations, or why the
+/// annotations are invalid (empty name, a character outside an HTTP token, a duplicate
+/// name in any case, a property that is not a string, integer or boolean).
+pub(crate) fn header_params(
+    input_schema: &serde_json::Map<String, Value>,
+) -> Result<Vec<(String, String)>, String> {
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Ok(Vec::new());
+    };
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (argument, schema) in properties {
+        let Some(annotation) = schema.get(ANNOTATION) else {
+            continue;
+        };
+        let Some(name) = annotation.as_str() else {
+            return Err(format!("`{argument}`: {ANNOTATION} is not a string"));
+        };
+        if name.is_empty() {
+            return Err(format!("`{argument}`: {ANNOTATION} is empty"));
+        }
+        if !name.bytes().all(is_token_byte) {
+            return Err(format!(
+                "`{argument}`: {ANNOTATION} `{}` is not an HTTP token",
+                name.escape_debug()
+            ));
+        }
+        match schema.get("type").and_then(Value::as_str) {
+            Some("string" | "integer" | "boolean") => {}
+            other => {
+                return Err(format!(
+                    "`{argument}`: {ANNOTATION} on a property of type {}, not string, integer or boolean",
+                    other.unwrap_or("(none)")
+                ));
+            }
+        }
+        if pairs.iter().any(|(_, n)| n.eq_ignore_ascii_case(name)) {
+            return Err(format!("{ANNOTATION} `{name}` is used twice"));
+        }
+        pairs.push((argument.clone(), name.to_owned()));
+    }
+    Ok(pairs)
+}
+
+/// Drop the tools whose `x-mcp-header` annotations are invalid, with a warning each.
+pub(crate) fn drop_invalid(tools: &mut Vec<Tool>) {
+    tools.retain(|tool| match header_params(&tool.input_schema) {
+        Ok(_) => true,
+        Err(why) => {
+            tracing::warn!(tool = %tool.name, "dropped a tool with an invalid x-mcp-header: {why}");
+            false
+        }
+    });
+}
+
+/// RFC 9110 `tchar`.
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A header value for an argument: strings as they are when safe ASCII, otherwise (and
+/// when they look like the sentinel) as `=?base64?…?=`; numbers in decimal; booleans
+/// as `true`/`false`. `None` for null and for objects and arrays.
+pub(crate) fn header_value(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(encode_text(s)),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A text as a header value (`Mcp-Name`, `Mcp-Param-*`).
+pub(crate) fn encode_text(s: &str) -> String {
+    let safe = s.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && s.trim() == s
+        && !(s.starts_with("=?base64?") && s.ends_with("?="));
+    if safe {
+        s.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64(s.as_bytes()))
+    }
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // panics are how tests fail
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_are_encoded_as_the_spec_says() {
+        assert_eq!(encode_text("us-west1"), "us-west1");
+        assert_eq!(encode_text("us west 1"), "us west 1");
+        assert_eq!(
+            encode_text("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(encode_text(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(encode_text("\tindented"), "=?base64?CWluZGVudGVk?=");
+        assert_eq!(encode_text("=?base64?x?="), "=?base64?PT9iYXNlNjQ/eD89?=");
+        assert_eq!(header_value(&json!(42)), Some("42".to_owned()));
+        assert_eq!(header_value(&json!(false)), Some("false".to_owned()));
+        assert_eq!(header_value(&json!(null)), None);
+    }
+
+    #[test]
+    fn invalid_annotations_are_named() {
+        let ok = json!({"properties": {"r": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}}});
+        assert_eq!(
+            header_params(ok.as_object().unwrap()),
+            Ok(vec![("r".to_owned(), "Region".to_owned())])
+        );
+        for bad in [
+            json!({"properties": {"v": {"type": "string", "x-mcp-header": ""}}}),
+            json!({"properties": {"v": {"type": "object", "x-mcp-header": "D"}}}),
+            json!({"properties": {"v": {"type": "number", "x-mcp-header": "S"}}}),
+            json!({"properties": {"v": {"type": "string", "x-mcp-header": "My Region"}}}),
+            json!({"properties": {"v": {"type": "string", "x-mcp-header": "Région"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "MyField"}, "b": {"type": "string", "x-mcp-header": "myfield"}}}),
+        ] {
+            assert!(header_params(bad.as_object().unwrap()).is_err(), "{bad}");
+        }
+    }
+}

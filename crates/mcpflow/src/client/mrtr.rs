@@ -1,0 +1,135 @@
+//! Multi-round-trip requests (2026-07-28): a `tools/call`, `prompts/get` or
+//! `resources/read` answered `input_required` is fulfilled with the client's own
+//! sampling, elicitation and roots callbacks, then sent again with a new id, the
+//! answers and the server's `requestState` echoed verbatim, at most
+//! [`ClientBuilder::max_input_rounds`](super::ClientBuilder::max_input_rounds) times.
+
+use mcpflow_protocol::ListRootsResult;
+use mcpflow_protocol::mrtr::{
+    InputRequest, InputRequests, InputResponse, InputResponses, MaybeInputRequired,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{ClientContext, ClientHandle};
+use crate::error::SessionError;
+use crate::session::RequestOptions;
+
+/// Send `method` and, while the server answers `input_required`, fulfil its input
+/// requests and retry. Never cached: each round is a fresh request.
+pub(super) async fn request_with_input<P, R>(
+    handle: &ClientHandle,
+    method: &str,
+    params: &P,
+    options: RequestOptions,
+) -> Result<R, SessionError>
+where
+    P: Serialize + ?Sized,
+    R: DeserializeOwned,
+{
+    let codec = |detail: String| SessionError::Codec {
+        method: method.into(),
+        detail,
+    };
+    let mut object = match serde_json::to_value(params) {
+        Ok(serde_json::Value::Object(map)) => map,
+        Ok(_) => return Err(codec("params must be a JSON object".to_owned())),
+        Err(e) => return Err(codec(format!("params do not serialize: {e}"))),
+    };
+    let limit = handle.shared.max_input_rounds;
+    let mut rounds = 0usize;
+    loop {
+        let answer: MaybeInputRequired<R> = handle
+            .peer
+            .request(method, &object, options.clone())
+            .await?;
+        let needed = match answer {
+            MaybeInputRequired::Complete(result) => return Ok(result),
+            MaybeInputRequired::InputRequired(needed) => needed,
+        };
+        rounds += 1;
+        if rounds > limit {
+            return Err(codec(format!(
+                "the server still asked for input after {limit} rounds (max_input_rounds)"
+            )));
+        }
+        let responses = fulfil(handle, method, needed.input_requests.unwrap_or_default()).await?;
+        object.remove("inputResponses");
+        object.remove("requestState");
+        if !responses.is_empty() {
+            let value = serde_json::to_value(&responses)
+                .map_err(|e| codec(format!("input responses do not serialize: {e}")))?;
+            object.insert("inputResponses".to_owned(), value);
+        }
+        if let Some(state) = needed.request_state {
+            object.insert("requestState".to_owned(), serde_json::Value::String(state));
+        }
+        tracing::debug!(
+            method,
+            round = rounds,
+            "retrying with the input the server asked for"
+        );
+    }
+}
+
+/// Answer every input request with the matching callback.
+async fn fulfil(
+    handle: &ClientHandle,
+    method: &str,
+    requests: InputRequests,
+) -> Result<InputResponses, SessionError> {
+    let handlers = &handle.shared.handlers;
+    let failed = |what: &str, detail: String| SessionError::Codec {
+        method: method.into(),
+        detail: format!("the server asked for {what}, and {detail}"),
+    };
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let context = ClientContext::without_request(handle.clone());
+        let response = match request {
+            InputRequest::Elicit(params) => {
+                let handler = handlers.elicitation.as_ref().ok_or_else(|| {
+                    failed(
+                        "elicitation",
+                        "this client has no elicitation callback".to_owned(),
+                    )
+                })?;
+                let result = handler(params, context)
+                    .await
+                    .map_err(|e| failed("elicitation", format!("the callback failed: {e}")))?;
+                InputResponse::Elicit(result)
+            }
+            InputRequest::CreateMessage(params) => {
+                let handler = handlers.sampling.as_ref().ok_or_else(|| {
+                    failed(
+                        "sampling",
+                        "this client has no sampling callback".to_owned(),
+                    )
+                })?;
+                let result = handler(*params, context)
+                    .await
+                    .map_err(|e| failed("sampling", format!("the callback failed: {e}")))?;
+                InputResponse::CreateMessage(Box::new(result))
+            }
+            InputRequest::ListRoots(_) => {
+                let handler = handlers.roots.as_ref().ok_or_else(|| {
+                    failed("roots", "this client has no roots callback".to_owned())
+                })?;
+                let roots = handler(context)
+                    .await
+                    .map_err(|e| failed("roots", format!("the callback failed: {e}")))?;
+                InputResponse::ListRoots(ListRootsResult::new(roots))
+            }
+            other => {
+                tracing::warn!(
+                    method = other.method(),
+                    key,
+                    "ignored an input request of an unknown method"
+                );
+                continue;
+            }
+        };
+        responses.insert(key, response);
+    }
+    Ok(responses)
+}
