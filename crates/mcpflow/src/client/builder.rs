@@ -132,15 +132,16 @@ impl ClientBuilder {
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
             config: SessionConfig::default(),
             handlers: Handlers::default(),
-            era: Era::Auto,
+            era: Era::Handshake,
             discover_timeout: DISCOVER_TIMEOUT,
             max_input_rounds: MAX_INPUT_ROUNDS,
             log_level: None,
         }
     }
 
-    /// Which protocol era to speak (default [`Era::Auto`]: probe with `server/discover`,
-    /// speak 2026-07-28 when the server does, else run the `initialize` handshake).
+    /// Which protocol era to speak (default [`Era::Handshake`]; [`Era::Auto`] probes with
+    /// `server/discover`, speaks 2026-07-28 when the server does, else runs the
+    /// `initialize` handshake).
     pub fn era(mut self, era: Era) -> Self {
         self.era = era;
         self

@@ -22,10 +22,12 @@ use crate::session::{Peer, RequestOptions};
 #[non_exhaustive]
 pub enum Era {
     /// Probe with `server/discover` and speak 2026-07-28 when the server does, else run
-    /// the `initialize` handshake (the default).
-    #[default]
+    /// the `initialize` handshake.
     Auto,
-    /// Only the `initialize` handshake (2025-11-25 and older); no probe.
+    /// Only the `initialize` handshake (2025-11-25 and older); no probe (the default, as
+    /// in the official TypeScript client: a probe costs a round trip, and some stdio
+    /// servers exit on any request before `initialize`).
+    #[default]
     Handshake,
     /// Only 2026-07-28: connecting fails when the server does not speak it.
     Modern,

@@ -28,12 +28,13 @@
 //! Callbacks run concurrently with everything else (server requests in their own
 //! tasks, notifications on the notification lane), so they may call the server back.
 //!
-//! **Two eras.** By default ([`Era::Auto`]) `connect` first probes with
-//! `server/discover`. A 2026-07-28 server is then spoken to statelessly: every request
-//! carries the per-request `_meta`; an `input_required` answer is fulfilled with the
-//! same sampling, elicitation and roots callbacks and retried; list changes arrive on a
-//! `subscriptions/listen` stream and lists are cached for their `ttlMs`. Any other
-//! server gets the `initialize` handshake. [`ClientBuilder::era`] pins either era.
+//! **Two eras.** By default `connect` runs the `initialize` handshake. With
+//! [`Era::Auto`] ([`ClientBuilder::era`]) it first probes with `server/discover`: a
+//! 2026-07-28 server is then spoken to statelessly (every request carries the
+//! per-request `_meta`; an `input_required` answer is fulfilled with the same sampling,
+//! elicitation and roots callbacks and retried; list changes arrive on a
+//! `subscriptions/listen` stream and lists are cached for their `ttlMs`), any other
+//! server gets the handshake. [`Era::Modern`] speaks only 2026-07-28.
 
 mod builder;
 pub(crate) mod cache;
