@@ -11,6 +11,7 @@ use mcpflow_protocol::{
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use super::tasks::{self, TaskEntry, TaskOwner};
 use super::{Connection, Server};
 use crate::error::SessionError;
 use crate::session::{Peer, RequestContext, RequestOptions};
@@ -24,6 +25,8 @@ use crate::session::{Peer, RequestContext, RequestOptions};
 pub struct ServerContext {
     request: RequestContext,
     connection: Arc<Connection>,
+    /// The task this handler runs as, if it runs as one.
+    task: Option<Arc<TaskEntry>>,
 }
 
 impl ServerContext {
@@ -31,6 +34,44 @@ impl ServerContext {
         ServerContext {
             request,
             connection,
+            task: None,
+        }
+    }
+
+    /// The context a tool running as `task` gets: the task's cancellation, and requests
+    /// to the client routed as the task's (see [`tasks::ask`]).
+    pub(crate) fn for_task(&self, task: Arc<TaskEntry>) -> Self {
+        ServerContext {
+            request: self.request.detached(task.cancel.clone()),
+            connection: self.connection.clone(),
+            task: Some(task),
+        }
+    }
+
+    /// Who owns the tasks this request creates or sees.
+    pub(crate) fn task_owner(&self) -> TaskOwner {
+        TaskOwner(self.connection.id)
+    }
+
+    /// The id of the task this handler runs as, when the client called the tool as a
+    /// task (2025-11-25).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task.as_deref().map(|t| t.id.as_str())
+    }
+
+    /// Send a request to the client: directly, or as the task's.
+    async fn ask<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, SessionError> {
+        match &self.task {
+            Some(task) => tasks::ask(task, self.peer(), method, params).await,
+            None => {
+                self.peer()
+                    .request(method, params, RequestOptions::new())
+                    .await
+            }
         }
     }
 
@@ -168,13 +209,7 @@ impl ServerContext {
                 "sampling with tools (sampling.tools)",
             ));
         }
-        self.peer()
-            .request(
-                method::SAMPLING_CREATE_MESSAGE,
-                &params,
-                RequestOptions::new(),
-            )
-            .await
+        self.ask(method::SAMPLING_CREATE_MESSAGE, &params).await
     }
 
     /// Ask the user for input through the client (`elicitation/create`).
@@ -193,9 +228,7 @@ impl ServerContext {
                 "this elicitation mode",
             ));
         }
-        self.peer()
-            .request(method::ELICITATION_CREATE, &params, RequestOptions::new())
-            .await
+        self.ask(method::ELICITATION_CREATE, &params).await
     }
 
     /// Ask the user for a value of type `T` through a form (`elicitation/create`, form

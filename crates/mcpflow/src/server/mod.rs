@@ -28,6 +28,7 @@ mod context;
 mod dispatch;
 mod methods;
 mod registry;
+mod tasks;
 mod typed;
 
 use std::collections::{BTreeMap, HashMap};
@@ -51,6 +52,7 @@ pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
 use registry::{CompletionRoute, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+pub use tasks::TaskLimits;
 pub use typed::{NoArguments, Structured, ToolOutput, output_schema_of, schema_of};
 
 use crate::config::SessionConfig;
@@ -86,6 +88,8 @@ struct ServerInner {
     config: SessionConfig,
     on_initialize: Option<InitializeHook>,
     on_notification: Option<NotificationHook>,
+    /// Every task of every connection, within the server's task limits.
+    tasks: Arc<tasks::TaskStore>,
     /// Every connection served, for what the server announces to all of them.
     connections: Mutex<Vec<(Peer, Weak<Connection>)>>,
 }
@@ -111,6 +115,7 @@ pub struct ServerBuilder {
     config: SessionConfig,
     on_initialize: Option<InitializeHook>,
     on_notification: Option<NotificationHook>,
+    task_limits: TaskLimits,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -276,6 +281,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Bounds on the tasks the server holds (tools marked with
+    /// [`Tool::with_task_support`](mcpflow_protocol::Tool::with_task_support) run as
+    /// tasks when the client asks). Default: [`TaskLimits::default`].
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.task_limits = limits;
+        self
+    }
+
     /// Run `hook` before answering `initialize` (it may log, and send and await requests).
     pub fn on_initialize<F, Fut>(mut self, hook: F) -> Self
     where
@@ -312,6 +325,7 @@ impl ServerBuilder {
                 config: self.config,
                 on_initialize: self.on_initialize,
                 on_notification: self.on_notification,
+                tasks: Arc::new(tasks::TaskStore::new(self.task_limits)),
                 connections: Mutex::new(Vec::new()),
             }),
         }
@@ -332,6 +346,7 @@ impl Server {
             config: SessionConfig::default(),
             on_initialize: None,
             on_notification: None,
+            task_limits: TaskLimits::default(),
         }
     }
 
@@ -376,6 +391,9 @@ impl Server {
         if self.inner.completion.is_some() || !registry.completions.is_empty() {
             caps = caps.with_completions();
         }
+        if registry.runs_tasks() {
+            caps.tasks = Some(tasks::capability());
+        }
         caps
     }
 
@@ -394,6 +412,10 @@ impl Server {
                 registry.resources.is_empty() && registry.templates.is_empty()
             }
             method::PROMPTS_LIST | method::PROMPTS_GET => registry.prompts.is_empty(),
+            method::TASKS_GET
+            | method::TASKS_RESULT
+            | method::TASKS_LIST
+            | method::TASKS_CANCEL => !registry.runs_tasks(),
             _ => false,
         }
     }
