@@ -34,12 +34,14 @@ mod context;
 mod output;
 mod pages;
 mod service;
+mod tasks;
 
 pub use builder::{
     ClientBuilder, ConnectError, ElicitationCompleteHandler, ElicitationHandler, LogHandler,
     NotificationHandler, RootsHandler, SamplingHandler,
 };
 pub use context::ClientContext;
+pub use tasks::TaskWaitError;
 
 use std::fmt;
 use std::ops::Deref;
