@@ -631,3 +631,122 @@ async fn tasks_list_pages() {
     assert_eq!(seen, made, "every task once, oldest first");
     client.close().await;
 }
+
+/// Counts the bytes each thread holds, so a current-thread test can see what its own
+/// server and client keep (other tests run on other threads).
+/// Unsafe only because a global allocator must be.
+#[allow(unsafe_code)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Counting;
+
+    thread_local! {
+        static HELD: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn add(bytes: usize, sign: isize) {
+        let bytes = isize::try_from(bytes).unwrap_or(isize::MAX);
+        let _ = HELD.try_with(|h| h.set(h.get() + sign * bytes));
+    }
+
+    /// Bytes allocated and not yet freed by this thread.
+    pub fn held() -> isize {
+        HELD.with(Cell::get)
+    }
+
+    // SAFETY: every call is forwarded to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            add(layout.size(), 1);
+            // SAFETY: the caller's contract is the system allocator's.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            add(layout.size(), -1);
+            // SAFETY: as above.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            add(layout.size(), -1);
+            add(new_size, 1);
+            // SAFETY: as above.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOC: counting::Counting = counting::Counting;
+
+/// The task figures: tasks held at the cap, bytes per running and per finished task
+/// (server and client together, on this test's thread), and everything freed on expiry.
+#[tokio::test(start_paused = true)]
+async fn task_memory_at_the_cap_and_after_expiry() {
+    const CAP: usize = 1000;
+    let limits = TaskLimits::default()
+        .with_max_tasks(CAP)
+        .with_default_ttl(Duration::from_secs(60));
+    let gate = Arc::new(Semaphore::new(0));
+    let server = server(gate.clone(), limits);
+    let (client, _guard) = connect(Kind::Memory1, &server, Client::builder("c", "1")).await;
+    let what = "memory";
+    // Warm up: the first call settles the client's tool cache and the engine's buffers.
+    bounded(what, client.call_tool("plain", json!({})))
+        .await
+        .expect("warm-up");
+    let baseline = counting::held();
+    let mut ids = Vec::with_capacity(CAP);
+    for _ in 0..CAP {
+        let created = bounded(what, client.call_tool_as_task("gated", json!({}), None))
+            .await
+            .expect("within the cap");
+        ids.push(created.task.task_id);
+    }
+    let running = counting::held();
+    let full = bounded(what, client.call_tool_as_task("gated", json!({}), None))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&full), -32603, "task {} refused", CAP + 1);
+    assert_eq!(server.task_count(), CAP);
+
+    gate.add_permits(CAP);
+    for id in &ids {
+        bounded(what, client.task_result(id)).await.expect("result");
+    }
+    let finished = counting::held();
+    let kept = server.task_result_bytes();
+
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    bounded(what, client.ping()).await.expect("ping");
+    assert_eq!(server.task_count(), 0, "every task expired");
+    assert_eq!(server.task_result_bytes(), 0, "every result freed");
+    let expired = counting::held();
+
+    let ids_bytes = isize::try_from(ids.capacity() * std::mem::size_of::<String>() + CAP * 32)
+        .unwrap_or_default();
+    let per = |held: isize| (held - baseline - ids_bytes) / isize::try_from(CAP).unwrap_or(1);
+    println!(
+        "tasks held at the cap: {CAP}; per running task: {} B; per finished task: {} B \
+         (results kept: {kept} B in all); after expiry: {} B above the baseline",
+        per(running),
+        per(finished),
+        expired - baseline - ids_bytes,
+    );
+    assert!(
+        per(running) < 16 * 1024,
+        "a running task costs {} B",
+        per(running)
+    );
+    assert!(
+        per(finished) < per(running),
+        "a finished task drops its handler"
+    );
+    assert!(
+        expired - baseline - ids_bytes < 64 * 1024,
+        "expiry frees what the tasks held: {} B left",
+        expired - baseline - ids_bytes
+    );
+    client.close().await;
+}

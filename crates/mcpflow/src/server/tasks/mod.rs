@@ -159,19 +159,23 @@ async fn run_task(
 ) {
     let expiry = tokio::time::sleep_until(entry.expires);
     tokio::pin!(expiry);
-    tokio::select! {
-        outcome = run => {
-            let outcome = outcome.and_then(|call| stored_result(call, &entry.id));
-            if let Some(task) = store.finish(&entry, outcome) {
-                notify_status(&peer, &task).await;
-            }
-            tokio::select! {
-                () = &mut expiry => {}
-                () = peer.closed() => {}
-            }
+    // The handler's future is dropped as soon as it ends: a finished task keeps only
+    // its entry until it expires.
+    let outcome = tokio::select! {
+        outcome = run => Some(outcome),
+        () = &mut expiry => None,
+        () = peer.closed() => None,
+    };
+    if let Some(outcome) = outcome {
+        let outcome = outcome.and_then(|call| stored_result(call, &entry.id));
+        if let Some(task) = store.finish(&entry, outcome) {
+            // Boxed: held only while sending, not in every task's runner for its life.
+            Box::pin(notify_status(&peer, &task)).await;
         }
-        () = &mut expiry => {}
-        () = peer.closed() => {}
+        tokio::select! {
+            () = &mut expiry => {}
+            () = peer.closed() => {}
+        }
     }
     entry.cancel.cancel();
     store.remove(&entry);

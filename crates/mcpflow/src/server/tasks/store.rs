@@ -348,6 +348,10 @@ impl TaskStore {
         let mut held = self.held();
         if held.tasks.remove(&entry.id).is_some() {
             held.result_bytes = held.result_bytes.saturating_sub(bytes);
+            // A table sized for a burst would otherwise stay that size.
+            if held.tasks.capacity() > 64 && held.tasks.len() < held.tasks.capacity() / 4 {
+                held.tasks.shrink_to_fit();
+            }
         }
     }
 }
