@@ -177,12 +177,61 @@ def features(path):
     return (not problems), "; ".join(problems or info)
 
 
+def tasks(path):
+    """2025-11-25 tasks run by the TypeScript SDK 1.x client (interop/peers/tasks.mjs)."""
+    raw = Path(path).read_text(errors="replace")
+    out = last_json_line(raw)
+    if out is None:
+        tail = " | ".join(raw.strip().splitlines()[-3:])[:300]
+        return False, f"no JSON output ({tail or 'empty'})"
+    if out.get("errors"):
+        return False, f"client error: {out['errors'][0][:300]}"
+    problems, info = [], []
+    caps = out.get("capabilities") or {}
+    if "list" in caps and "cancel" in caps and "call" in ((caps.get("requests") or {}).get("tools") or {}):
+        info.append("tasks capability")
+    else:
+        problems.append(f"capabilities.tasks {caps}")
+    runs = out.get("runs") or {}
+    required = runs.get("required") or {}
+    task_id = required.get("taskId")
+    if (
+        required.get("statuses", [None])[0] == "working"
+        and required.get("statuses", [None])[-1] == "completed"
+        and required.get("text") == f"task {task_id} finished"
+        and required.get("relatedTask") == task_id
+    ):
+        info.append("required task streamed to its result")
+    else:
+        problems.append(f"required: {required}")
+    asked = runs.get("elicitation") or {}
+    if (
+        "input_required" in asked.get("statuses", [])
+        and asked.get("text") == "hello Ada"
+        and out.get("elicitations") == [{"taskId": asked.get("taskId")}]
+    ):
+        info.append("elicitation via tasks/result")
+    else:
+        problems.append(f"elicitation: {asked}, elicitations {out.get('elicitations')}")
+    if runs.get("optionalDirect") != "ran directly":
+        problems.append(f"optional tool called directly: {runs.get('optionalDirect')}")
+    if out.get("listed") != [task_id, asked.get("taskId")]:
+        problems.append(f"tasks/list: {out.get('listed')}")
+    if out.get("cancelFinished") != -32602:
+        problems.append(f"cancelling a finished task: {out.get('cancelFinished')}")
+    else:
+        info.append("list + cancel refusal ok")
+    return (not problems), "; ".join(problems or info)
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "peer-client":
         ok, detail = peer_client(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
     elif kind == "features":
         ok, detail = features(sys.argv[2])
+    elif kind == "tasks":
+        ok, detail = tasks(sys.argv[2])
     else:
         ok, detail = mcpflow_client(sys.argv[2], sys.argv[3])
     print(("PASS " if ok else "FAIL ") + detail)

@@ -231,6 +231,24 @@ pub fn everything_server() -> Server {
             },
         )
         .typed_tool_with(
+            Tool::new("test_task_elicitation", "Runs only as a task, and asks the user's name (the task turns input_required; the question travels with tasks/result)", JsonObject::new())
+                .with_task_support(TaskSupport::Required),
+            |_args: NoArgs, cx| async move {
+                let schema = object(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}));
+                let answer = cx
+                    .elicit(ElicitRequestParams::form("What is your name?", schema))
+                    .await
+                    .map_err(|e| failed("elicitation", e))?;
+                let name = answer
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("nobody");
+                Ok::<_, ToolError>(CallToolResult::text(format!("hello {name}")))
+            },
+        )
+        .typed_tool_with(
             Tool::new("test_task_optional", "Runs as a task or directly (taskSupport: optional), and says which", JsonObject::new())
                 .with_task_support(TaskSupport::Optional),
             |_args: NoArgs, cx| async move {
