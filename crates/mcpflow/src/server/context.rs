@@ -95,7 +95,8 @@ impl ServerContext {
         &self.connection.server
     }
 
-    /// Tripped when the client cancels this request or the connection closes.
+    /// Tripped when the client cancels this request or the connection closes; for a
+    /// tool running as a task, when the client cancels the task (`tasks/cancel`).
     pub fn cancellation(&self) -> &CancellationToken {
         self.request.cancellation()
     }

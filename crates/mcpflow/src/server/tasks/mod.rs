@@ -6,6 +6,10 @@
 //! result freed) or its connection closes (no task outlives its connection). While its
 //! handler waits for the user (elicitation, sampling) the task is `input_required`, and
 //! the request travels with the client's `tasks/result`, as the spec asks.
+//!
+//! Tasks belong to a connection (an HTTP session), so a stateless HTTP server, whose
+//! connection lasts one POST, cannot keep them: there a task ends with the request that
+//! created it. Owners taken from an authorization context would lift that.
 
 mod clock;
 pub(super) mod methods;
