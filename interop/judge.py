@@ -5,6 +5,8 @@ usage: judge.py peer-client OUTPUT_FILE SAMPLING_TEXT CHECK_CHANGE(0|1)
        judge.py features OUTPUT_FILE   (interop/peers/features.py against the everything server)
        judge.py modern OUTPUT_FILE VERSION CHECK_CHANGE(0|1)   (interop/peers/modern.py / modern.mjs)
        judge.py inspector LIST_OUTPUT CALL_OUTPUT   (mcp-inspector --cli --protocol-era modern)
+       judge.py mcpflow-modern DIR   (the mcpflow client at 2026-07-28 against interop/peers/server_modern.py)
+       judge.py tasks OUTPUT_FILE   (a peer client running a task against the everything server)
 Prints `PASS detail` or `FAIL detail` (one line).
 """
 
@@ -288,6 +290,52 @@ def inspector(list_path, call_path):
                 problems.append(f"the call returned no text: {result}")
             else:
                 info.append(f"call answered by {stamp.get('name')} at 2026-07-28")
+
+
+def tasks(path):
+    """2025-11-25 tasks run by the TypeScript SDK 1.x client (interop/peers/tasks.mjs)."""
+    raw = Path(path).read_text(errors="replace")
+    out = last_json_line(raw)
+    if out is None:
+        tail = " | ".join(raw.strip().splitlines()[-3:])[:300]
+        return False, f"no JSON output ({tail or 'empty'})"
+    if out.get("errors"):
+        return False, f"client error: {out['errors'][0][:300]}"
+    problems, info = [], []
+    caps = out.get("capabilities") or {}
+    if "list" in caps and "cancel" in caps and "call" in ((caps.get("requests") or {}).get("tools") or {}):
+        info.append("tasks capability")
+    else:
+        problems.append(f"capabilities.tasks {caps}")
+    runs = out.get("runs") or {}
+    required = runs.get("required") or {}
+    task_id = required.get("taskId")
+    if (
+        required.get("statuses", [None])[0] == "working"
+        and required.get("statuses", [None])[-1] == "completed"
+        and required.get("text") == f"task {task_id} finished"
+        and required.get("relatedTask") == task_id
+    ):
+        info.append("required task streamed to its result")
+    else:
+        problems.append(f"required: {required}")
+    asked = runs.get("elicitation") or {}
+    if (
+        "input_required" in asked.get("statuses", [])
+        and asked.get("text") == "hello Ada"
+        and out.get("elicitations") == [{"taskId": asked.get("taskId")}]
+    ):
+        info.append("elicitation via tasks/result")
+    else:
+        problems.append(f"elicitation: {asked}, elicitations {out.get('elicitations')}")
+    if runs.get("optionalDirect") != "ran directly":
+        problems.append(f"optional tool called directly: {runs.get('optionalDirect')}")
+    if out.get("listed") != [task_id, asked.get("taskId")]:
+        problems.append(f"tasks/list: {out.get('listed')}")
+    if out.get("cancelFinished") != -32602:
+        problems.append(f"cancelling a finished task: {out.get('cancelFinished')}")
+    else:
+        info.append("list + cancel refusal ok")
     return (not problems), "; ".join(problems or info)
 
 
@@ -303,6 +351,8 @@ if __name__ == "__main__":
         ok, detail = modern(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
     elif kind == "mcpflow-modern":
         ok, detail = mcpflow_modern(sys.argv[2])
+    elif kind == "tasks":
+        ok, detail = tasks(sys.argv[2])
     else:
         ok, detail = mcpflow_client(sys.argv[2], sys.argv[3])
     print(("PASS " if ok else "FAIL ") + detail)

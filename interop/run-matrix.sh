@@ -186,6 +186,31 @@ if mcpflow_has --http serve everything; then
         report "mcpflow(http, 2025-11-25 features) <- py2" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
     fi
 fi
+# 2025-11-25 tasks: the TypeScript and Python 1.x SDK clients run them (Python 2.x has no
+# task client; tasks left the core protocol in 2026-07-28).
+declare -A task_clients=(
+    [ts]="$node $peers/node/tasks.mjs"
+    [py1]="$py1 -W ignore::DeprecationWarning $root/interop/peers/tasks.py"
+)
+for c in ts py1; do
+    f="$logs/mcpflow-tasks.$c"
+    # shellcheck disable=SC2086
+    $T ${task_clients[$c]} -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
+    echo $? >"$f.rc"
+    report "mcpflow(2025-11-25 tasks) <- $c" "$(judge tasks "$f.out")"
+    if mcpflow_has --http serve everything; then
+        f="$logs/mcpflow-http-tasks.$c"
+        if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
+            # shellcheck disable=SC2086
+            $T ${task_clients[$c]} --url "$http_url" >"$f.out" 2>"$f.err"
+            echo $? >"$f.rc"
+            stop_http
+            report "mcpflow(http, 2025-11-25 tasks) <- $c" "$(judge tasks "$f.out")" "$f.server.log"
+        else
+            report "mcpflow(http, 2025-11-25 tasks) <- $c" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
+        fi
+    fi
+done
 
 # --- 2026-07-28: the official clients that speak it negotiate it with the mcpflow server ----
 # Python 2.x and TypeScript v2 in auto mode (they probe server/discover first): a call with

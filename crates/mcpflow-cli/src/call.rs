@@ -16,6 +16,7 @@ use crate::input::{ArgsInput, read_args, typed_pairs};
 use crate::live::Live;
 use crate::render::{Saver, print_blocks};
 use crate::signals::Interrupt;
+use crate::task::{self, TaskRun};
 use crate::verbs::list_all;
 
 /// What `mcpflow call` was asked.
@@ -74,14 +75,27 @@ async fn call(
         .timeout(Duration::from_secs_f64(server.timeout))
         .on_progress(move |update| on_progress.progress(&update));
     let params = CallToolRequestParams::new(&request.tool).with_arguments(arguments);
+    // A tool that runs only as a task is called as one, its status shown as it goes.
+    let as_task = task::required(&conn.client, &request.tool).await;
+    let task_run = TaskRun::default();
     let outcome = tokio::select! {
-        outcome = conn.client.call_tool_with(&params, options) => Some(outcome),
-        // Dropping the call sends `notifications/cancelled`.
+        outcome = async {
+            if as_task {
+                task::run(&conn.client, &params, server.json, &task_run).await
+            } else {
+                conn.client.call_tool_with(&params, options).await
+            }
+        } => Some(outcome),
+        // Dropping the call sends `notifications/cancelled`; a task is cancelled below.
         () = interrupt.pressed() => None,
     };
     live.finish();
     let result = match outcome {
         None => {
+            if let Some(id) = task_run.id() {
+                let cancel = conn.client.cancel_task(&id);
+                let _ = tokio::time::timeout(Duration::from_secs(2), cancel).await;
+            }
             conn.close_hurried().await;
             return Err(Failure::interrupted());
         }
@@ -98,10 +112,11 @@ async fn call(
     let value = serde_json::to_value(&result).unwrap_or(Value::Null);
     if server.json {
         let (notifications, progress, logs) = live.to_json();
-        println!(
-            "{}",
-            json!({ "result": value, "notifications": notifications, "progress": progress, "logs": logs })
-        );
+        let mut out = json!({ "result": value, "notifications": notifications, "progress": progress, "logs": logs });
+        if let Some(task) = task_run.last() {
+            out["task"] = serde_json::to_value(task).unwrap_or(Value::Null);
+        }
+        println!("{out}");
     } else {
         let blocks = value["content"].as_array().cloned().unwrap_or_default();
         print_blocks(&blocks, &mut saver);

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use mcpflow::protocol::completion::CompletionReference;
+use mcpflow::protocol::tools::TaskSupport;
 use mcpflow::protocol::{
     CallToolResult, CompleteResult, ContentBlock, CreateMessageRequestParams, ElicitAction,
     ElicitRequestParams, GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument,
@@ -225,6 +226,46 @@ pub fn everything_server() -> Server {
             },
         )
         .typed_tool("test_error_handling", "Tests error response handling", |_args: NoArgs, _cx| async { Ok::<_, ToolError>(CallToolResult::error("This tool intentionally returns an error for testing")) },
+        )
+        .typed_tool_with(
+            Tool::new("test_task_required", "Runs only as a task (taskSupport: required): reports three steps of progress, then answers", JsonObject::new())
+                .with_task_support(TaskSupport::Required),
+            |_args: NoArgs, cx| async move {
+                for step in [1.0, 2.0, 3.0] {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    cx.progress(step, Some(3.0), Some("working"))
+                        .await
+                        .map_err(|e| failed("progress", e))?;
+                }
+                let id = cx.task_id().unwrap_or("none");
+                Ok::<_, ToolError>(CallToolResult::text(format!("task {id} finished")))
+            },
+        )
+        .typed_tool_with(
+            Tool::new("test_task_elicitation", "Runs only as a task, and asks the user's name (the task turns input_required; the question travels with tasks/result)", JsonObject::new())
+                .with_task_support(TaskSupport::Required),
+            |_args: NoArgs, cx| async move {
+                let schema = object(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}));
+                let answer = cx
+                    .elicit(ElicitRequestParams::form("What is your name?", schema))
+                    .await
+                    .map_err(|e| failed("elicitation", e))?;
+                let name = answer
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("nobody");
+                Ok::<_, ToolError>(CallToolResult::text(format!("hello {name}")))
+            },
+        )
+        .typed_tool_with(
+            Tool::new("test_task_optional", "Runs as a task or directly (taskSupport: optional), and says which", JsonObject::new())
+                .with_task_support(TaskSupport::Optional),
+            |_args: NoArgs, cx| async move {
+                let how = if cx.task_id().is_some() { "ran as a task" } else { "ran directly" };
+                Ok::<_, ToolError>(CallToolResult::text(how))
+            },
         )
         .typed_tool("test_tool_with_progress", "Tests tool that reports progress notifications", |_args: NoArgs, cx| async move {
                 for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {

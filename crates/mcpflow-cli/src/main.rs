@@ -27,6 +27,7 @@ mod noise;
 mod render;
 mod serve;
 mod signals;
+mod task;
 mod verbs;
 
 use std::io::Write;

@@ -95,6 +95,22 @@ impl Tool {
         self
     }
 
+    /// Sets `execution.taskSupport` (2025-11-25): whether a client may, or must, call the
+    /// tool as a task.
+    #[must_use]
+    pub fn with_task_support(mut self, support: TaskSupport) -> Self {
+        self.execution.get_or_insert_default().task_support = Some(support);
+        self
+    }
+
+    /// The tool's `execution.taskSupport`; absent means forbidden.
+    pub fn task_support(&self) -> TaskSupport {
+        self.execution
+            .as_ref()
+            .and_then(|e| e.task_support)
+            .unwrap_or_default()
+    }
+
     /// The name to show: `title`, else `annotations.title`, else `name`.
     pub fn display_name(&self) -> &str {
         self.title

@@ -46,6 +46,7 @@ mod mrtr;
 mod output;
 mod pages;
 mod service;
+mod tasks;
 
 pub use builder::{
     ClientBuilder, ConnectError, ElicitationCompleteHandler, ElicitationHandler, LogHandler,
@@ -54,6 +55,7 @@ pub use builder::{
 pub use context::ClientContext;
 pub use era::Era;
 pub(crate) use era::is_modern_error as era_error;
+pub use tasks::TaskWaitError;
 
 use std::fmt;
 use std::ops::Deref;

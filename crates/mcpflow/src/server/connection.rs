@@ -2,7 +2,7 @@
 //! its resource subscriptions.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use mcpflow_protocol::methods::method;
@@ -18,6 +18,8 @@ use crate::session::Peer;
 #[derive(Debug)]
 pub(crate) struct Connection {
     pub(crate) server: Server,
+    /// Unique in the process: the owner of the tasks this connection creates.
+    pub(crate) id: u64,
     /// Set once, by the first `initialize`; a second one is refused, so the version
     /// and what the client declared can never disagree.
     handshake: OnceLock<Handshake>,
@@ -33,8 +35,10 @@ pub(crate) struct Connection {
 
 impl Connection {
     pub(super) fn new(server: Server) -> Connection {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Connection {
             server,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             handshake: OnceLock::new(),
             log_level: AtomicU8::new(0),
             initialized: AtomicBool::new(false),

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::modern::Modern;
+use super::tasks::{self, TaskEntry, TaskOwner};
 use super::{Connection, Server};
 use crate::error::SessionError;
 use crate::session::{Peer, RequestContext, RequestOptions};
@@ -30,6 +31,8 @@ pub struct ServerContext {
     modern: Option<Arc<Modern>>,
     /// The key the next input call is asked under (2026-07-28 rounds).
     input_key: Option<Arc<str>>,
+    /// The task this handler runs as, if it runs as one.
+    task: Option<Arc<TaskEntry>>,
 }
 
 impl ServerContext {
@@ -39,6 +42,46 @@ impl ServerContext {
             connection,
             modern: None,
             input_key: None,
+            task: None,
+        }
+    }
+
+    /// The context a tool running as `task` gets: the task's cancellation, and requests
+    /// to the client routed as the task's (see [`tasks::ask`]).
+    pub(crate) fn for_task(&self, task: Arc<TaskEntry>) -> Self {
+        ServerContext {
+            request: self.request.detached(task.cancel.clone()),
+            connection: self.connection.clone(),
+            modern: self.modern.clone(),
+            input_key: self.input_key.clone(),
+            task: Some(task),
+        }
+    }
+
+    /// Who owns the tasks this request creates or sees.
+    pub(crate) fn task_owner(&self) -> TaskOwner {
+        TaskOwner(self.connection.id)
+    }
+
+    /// The id of the task this handler runs as, when the client called the tool as a
+    /// task (2025-11-25).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task.as_deref().map(|t| t.id.as_str())
+    }
+
+    /// Send a request to the client: directly, or as the task's.
+    async fn ask<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, SessionError> {
+        match &self.task {
+            Some(task) => tasks::ask(task, self.peer(), method, params).await,
+            None => {
+                self.peer()
+                    .request(method, params, RequestOptions::new())
+                    .await
+            }
         }
     }
 
@@ -93,7 +136,8 @@ impl ServerContext {
         &self.connection.server
     }
 
-    /// Tripped when the client cancels this request or the connection closes.
+    /// Tripped when the client cancels this request or the connection closes; for a
+    /// tool running as a task, when the client cancels the task (`tasks/cancel`).
     pub fn cancellation(&self) -> &CancellationToken {
         self.request.cancellation()
     }
@@ -234,16 +278,10 @@ impl ServerContext {
         }
         if self.modern.is_some() {
             return self
-                .ask(InputRequest::CreateMessage(Box::new(params)))
+                .ask_modern(InputRequest::CreateMessage(Box::new(params)))
                 .await;
         }
-        self.peer()
-            .request(
-                method::SAMPLING_CREATE_MESSAGE,
-                &params,
-                RequestOptions::new(),
-            )
-            .await
+        self.ask(method::SAMPLING_CREATE_MESSAGE, &params).await
     }
 
     /// Ask the user for input through the client (`elicitation/create`).
@@ -271,11 +309,9 @@ impl ServerContext {
             ));
         }
         if self.modern.is_some() {
-            return self.ask(InputRequest::Elicit(params)).await;
+            return self.ask_modern(InputRequest::Elicit(params)).await;
         }
-        self.peer()
-            .request(method::ELICITATION_CREATE, &params, RequestOptions::new())
-            .await
+        self.ask(method::ELICITATION_CREATE, &params).await
     }
 
     /// Ask the user for a value of type `T` through a form (`elicitation/create`, form
@@ -340,7 +376,7 @@ impl ServerContext {
             ));
         }
         if self.modern.is_some() {
-            return self.ask(InputRequest::ListRoots(None)).await;
+            return self.ask_modern(InputRequest::ListRoots(None)).await;
         }
         let empty = RawValue::from_string("{}".to_owned()).ok();
         let raw = self
@@ -380,7 +416,7 @@ impl ServerContext {
 
     /// A 2026-07-28 input call: the answer this round carries for its key, or (with the
     /// request registered for the `input_required` result) a wait that never ends.
-    async fn ask<T: serde::de::DeserializeOwned>(
+    async fn ask_modern<T: serde::de::DeserializeOwned>(
         &self,
         request: InputRequest,
     ) -> Result<T, SessionError> {

@@ -11,6 +11,7 @@ use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, ErrorObject};
 
 use super::methods::{completion, lifecycle, logging, prompts, resources, tools};
+use super::tasks::methods as tasks;
 use super::{Connection, ServerContext};
 use crate::session::{BoxFuture, Peer, Reply, RequestContext, Service};
 
@@ -65,6 +66,10 @@ impl Service for ServerService {
             method::PROMPTS_GET => boxed(prompts::get(params, cx)),
             method::COMPLETION_COMPLETE => boxed(completion::complete(params, cx)),
             method::LOGGING_SET_LEVEL => boxed(logging::set_level(params, cx)),
+            method::TASKS_GET => boxed(tasks::get(params, cx)),
+            method::TASKS_RESULT => boxed(tasks::result(params, cx)),
+            method::TASKS_LIST => boxed(tasks::list(params, cx)),
+            method::TASKS_CANCEL => boxed(tasks::cancel(params, cx)),
             other => boxed(std::future::ready(Err(ErrorObject::method_not_found(
                 other,
             )))),

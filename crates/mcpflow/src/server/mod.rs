@@ -29,6 +29,7 @@ mod dispatch;
 mod methods;
 mod modern;
 mod registry;
+mod tasks;
 mod typed;
 
 use std::collections::{BTreeMap, HashMap};
@@ -55,6 +56,7 @@ pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
 use registry::{CompletionRoute, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+pub use tasks::TaskLimits;
 pub use typed::{NoArguments, Structured, ToolOutput, output_schema_of, schema_of};
 
 use crate::config::SessionConfig;
@@ -90,6 +92,8 @@ struct ServerInner {
     config: SessionConfig,
     on_initialize: Option<InitializeHook>,
     on_notification: Option<NotificationHook>,
+    /// Every task of every connection, within the server's task limits.
+    tasks: Arc<tasks::TaskStore>,
     /// Every connection served, for what the server announces to all of them.
     connections: Mutex<Vec<(Peer, Weak<Connection>)>>,
     /// Whether 2026-07-28 requests are served.
@@ -124,6 +128,7 @@ pub struct ServerBuilder {
     modern: bool,
     cache_hints: CacheHints,
     state_key: Option<StateKey>,
+    task_limits: TaskLimits,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -289,6 +294,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Bounds on the tasks the server holds (tools marked with
+    /// [`Tool::with_task_support`](mcpflow_protocol::Tool::with_task_support) run as
+    /// tasks when the client asks). Default: [`TaskLimits::default`].
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.task_limits = limits;
+        self
+    }
+
     /// Run `hook` before answering `initialize` (it may log, and send and await requests).
     pub fn on_initialize<F, Fut>(mut self, hook: F) -> Self
     where
@@ -349,6 +362,7 @@ impl ServerBuilder {
                 config: self.config,
                 on_initialize: self.on_initialize,
                 on_notification: self.on_notification,
+                tasks: Arc::new(tasks::TaskStore::new(self.task_limits)),
                 connections: Mutex::new(Vec::new()),
                 modern: self.modern,
                 cache_hints: self.cache_hints,
@@ -376,6 +390,7 @@ impl Server {
             modern: true,
             cache_hints: CacheHints::default(),
             state_key: None,
+            task_limits: TaskLimits::default(),
         }
     }
 
@@ -437,6 +452,9 @@ impl Server {
         if self.inner.completion.is_some() || !registry.completions.is_empty() {
             caps = caps.with_completions();
         }
+        if registry.runs_tasks() {
+            caps.tasks = Some(tasks::capability());
+        }
         caps
     }
 
@@ -455,6 +473,10 @@ impl Server {
                 registry.resources.is_empty() && registry.templates.is_empty()
             }
             method::PROMPTS_LIST | method::PROMPTS_GET => registry.prompts.is_empty(),
+            method::TASKS_GET
+            | method::TASKS_RESULT
+            | method::TASKS_LIST
+            | method::TASKS_CANCEL => !registry.runs_tasks(),
             _ => false,
         }
     }

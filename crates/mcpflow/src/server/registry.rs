@@ -249,6 +249,25 @@ impl Registry {
             .map(|t| t.call.clone())
     }
 
+    /// Whether the tool named `name` may or must run as a task; `None` when the server
+    /// declares no `tasks` capability (then a `task` param is ignored, as the spec says).
+    pub(crate) fn task_support(&self, name: &str) -> Option<mcpflow_protocol::tools::TaskSupport> {
+        if !self.runs_tasks() {
+            return None;
+        }
+        self.tools
+            .iter()
+            .find(|t| t.tool.name == name)
+            .map(|t| t.tool.task_support())
+    }
+
+    /// Whether any tool may run as a task (the server then declares `tasks`).
+    pub(crate) fn runs_tasks(&self) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.tool.task_support() != mcpflow_protocol::tools::TaskSupport::Forbidden)
+    }
+
     pub(crate) fn upsert_tool(&mut self, entry: ToolEntry) {
         match self
             .tools

@@ -54,6 +54,18 @@ impl RequestContext {
         }
     }
 
+    /// A context for work that outlives this request (a task): the same id, params and
+    /// progress token, its own cancellation, and a peer tied to no request (this
+    /// request's stream ends with its answer).
+    pub(crate) fn detached(&self, cancel: std::sync::Arc<RequestCancel>) -> RequestContext {
+        RequestContext::new(
+            self.id.clone(),
+            self.params.clone(),
+            cancel,
+            self.peer.unrelated(),
+        )
+    }
+
     fn read_meta(&self) -> &MetaRead {
         self.meta
             .get_or_init(|| self.params.as_deref().map(read_meta).unwrap_or_default())

@@ -71,6 +71,7 @@ pub use options::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions
 pub use peer::{Peer, PendingRequest};
 pub use reply::Reply;
 
+pub(crate) use cancel::RequestCancel;
 pub(crate) use lifecycle::{ShutdownOnPanic, catch_unwind};
 pub(crate) use peer::method_name;
 

@@ -3,8 +3,9 @@
 use std::borrow::Cow;
 
 use mcpflow_protocol::tasks::TaskMetadata;
+use mcpflow_protocol::tools::TaskSupport;
 use mcpflow_protocol::{
-    CallToolResult, ErrorObject, JsonObject, ListToolsResult, PaginatedRequestParams,
+    CallToolResult, ErrorCode, ErrorObject, JsonObject, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion,
 };
 use serde::Deserialize;
@@ -13,6 +14,7 @@ use serde_json::value::RawValue;
 use super::{Params, optional, page, required, result};
 use crate::config::LARGE_MESSAGE_BYTES;
 use crate::server::registry::{ToolCall, Violation, violations};
+use crate::server::tasks::TaskWork;
 use crate::server::{ServerContext, ToolError};
 use crate::session::Reply;
 
@@ -43,9 +45,9 @@ struct CallParams<'a> {
     /// Checked for its shape only: the engine reads it for the handler.
     #[serde(default, rename = "_meta", borrow)]
     meta: Option<&'a RawValue>,
-    /// Checked for its shape only.
-    #[serde(default, rename = "task")]
-    _task: Option<TaskMetadata>,
+    /// Present when the client asks to run the call as a task.
+    #[serde(default)]
+    task: Option<TaskMetadata>,
 }
 
 /// Whether `raw` is an object: serde_json hands a raw value over without the
@@ -64,17 +66,60 @@ pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, Err
     if p.arguments.is_some_and(|a| !is_object(a)) {
         return Err(ErrorObject::invalid_params("`arguments` must be an object"));
     }
-    let tool = cx
-        .server()
-        .registry()
-        .tool_call(&p.name)
-        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", p.name)))?;
+    let (tool, support) = {
+        let registry = cx.server().registry();
+        let tool = registry
+            .tool_call(&p.name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", p.name)))?;
+        (tool, registry.task_support(&p.name))
+    };
     let arguments = p.arguments.map_or("{}", RawValue::get);
+    match (&p.task, support) {
+        (Some(_), Some(TaskSupport::Forbidden)) => {
+            return Err(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool `{}` cannot run as a task (its taskSupport is forbidden)",
+                    p.name
+                ),
+            ));
+        }
+        (None, Some(TaskSupport::Required)) => {
+            return Err(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool `{}` runs only as a task (taskSupport: required); call it with a `task` param",
+                    p.name
+                ),
+            ));
+        }
+        (Some(task), Some(_)) => {
+            let (name, arguments) = (p.name.into_owned(), arguments.to_owned());
+            let work: TaskWork = Box::new(move |cx| {
+                Box::pin(async move { outcome(tool, &name, &arguments, cx).await })
+            });
+            return crate::server::tasks::start(&cx, task.ttl, work);
+        }
+        _ => {}
+    }
+    outcome(tool, &p.name, arguments, cx)
+        .await
+        .and_then(tool_result)
+}
+
+/// Run the tool and map its failures: a tool error is a result with `isError`, a
+/// protocol error the JSON-RPC error.
+async fn outcome(
+    tool: ToolCall,
+    name: &str,
+    arguments: &str,
+    cx: ServerContext,
+) -> Result<CallToolResult, ErrorObject> {
     let version = cx.protocol_version();
     let outcome = match tool {
         ToolCall::Typed(handler) => match handler(arguments, cx) {
             Ok(run) => run.await,
-            Err(violation) => return invalid_arguments(&p.name, &[violation], version),
+            Err(violation) => return invalid_arguments(name, &[violation], version),
         },
         ToolCall::Checked { handler, validator } => {
             let mut arguments: JsonObject =
@@ -84,7 +129,7 @@ pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, Err
                 let value = serde_json::Value::Object(arguments);
                 let violations = violations(&validator, &value);
                 if !violations.is_empty() {
-                    return invalid_arguments(&p.name, &violations, version);
+                    return invalid_arguments(name, &violations, version);
                 }
                 let serde_json::Value::Object(map) = value else {
                     return Err(ErrorObject::invalid_params("`arguments` must be an object"));
@@ -95,8 +140,8 @@ pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, Err
         }
     };
     match outcome {
-        Ok(call) => tool_result(call),
-        Err(ToolError::Failed(message)) => result(&CallToolResult::error(message)),
+        Ok(call) => Ok(call),
+        Err(ToolError::Failed(message)) => Ok(CallToolResult::error(message)),
         Err(ToolError::Protocol(error)) => Err(error),
     }
 }
@@ -108,7 +153,7 @@ fn invalid_arguments(
     tool: &str,
     violations: &[Violation],
     version: Option<ProtocolVersion>,
-) -> Result<Reply, ErrorObject> {
+) -> Result<CallToolResult, ErrorObject> {
     let detail = violations
         .iter()
         .map(|v| format!("{}: {}", v.path, v.reason))
@@ -117,7 +162,7 @@ fn invalid_arguments(
     let message = format!("invalid arguments for tool `{tool}`: {detail}");
     let tool_error = version.is_none_or(|v| v.as_str() >= ProtocolVersion::V2025_11_25.as_str());
     if tool_error {
-        result(&CallToolResult::error(message))
+        Ok(CallToolResult::error(message))
     } else {
         let errors: Vec<_> = violations
             .iter()

@@ -1,0 +1,77 @@
+//! `mcpflow call` on tools that run as tasks: a `taskSupport: required` tool runs as a
+//! task and its status is shown; an optional one is called directly. Every child run is
+//! bounded.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{BIN, mcpflow};
+
+#[test]
+fn call_runs_a_required_task_tool_as_a_task_and_shows_its_status() {
+    let run = mcpflow(&[
+        "call",
+        "--json",
+        "test_task_required",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    let out = run.json();
+    let task = &out["task"];
+    let id = task["taskId"].as_str().unwrap_or_default();
+    assert_eq!(id.len(), 32, "{}", run.describe());
+    assert_eq!(task["status"], "completed", "{}", run.describe());
+    assert_eq!(
+        out["result"]["content"][0]["text"],
+        format!("task {id} finished"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        out["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id,
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        out["notifications"]["notifications/progress"],
+        3,
+        "progress reaches the client after the call answered: {}",
+        run.describe()
+    );
+
+    let shown = mcpflow(&[
+        "call",
+        "test_task_required",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(shown.code, 0, "{}", shown.describe());
+    assert!(shown.stderr.contains(": working"), "{}", shown.describe());
+    assert!(shown.stderr.contains(": completed"), "{}", shown.describe());
+
+    let direct = mcpflow(&[
+        "call",
+        "--json",
+        "test_task_optional",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
+    assert_eq!(direct.code, 0, "{}", direct.describe());
+    let out = direct.json();
+    assert_eq!(
+        out["result"]["content"][0]["text"],
+        "ran directly",
+        "{}",
+        direct.describe()
+    );
+    assert!(out.get("task").is_none(), "{}", direct.describe());
+}

@@ -1,0 +1,181 @@
+//! Tasks from the client's side (2025-11-25, experimental): start a tool call as a
+//! task, poll it, take its result, list and cancel, and await one with a deadline.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use mcpflow_protocol::methods::{self, method};
+use mcpflow_protocol::tasks::{
+    CreateTaskResult, ListTasksResult, Task, TaskIdParams, TaskMetadata, TaskStatus,
+};
+use mcpflow_protocol::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
+
+use super::ClientHandle;
+use crate::error::SessionError;
+use crate::session::RequestOptions;
+
+/// Polling bounds, whatever the server suggests: never busier than 10 ms, never
+/// slower than 5 s.
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_secs(5);
+
+/// Why [`ClientHandle::await_task`] gave up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskWaitError {
+    /// A request to the server failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The task did not end before the deadline; it was cancelled (`tasks/cancel`).
+    #[error("task {task_id} did not end within {after:?}; it was cancelled")]
+    DeadlinePassed {
+        /// The task.
+        task_id: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+}
+
+impl ClientHandle {
+    /// Call a tool as a task (`tools/call` with a `task` param): the server answers at
+    /// once with the created task, and runs the tool in the background. `ttl` asks how
+    /// long the server keeps the task (it may grant less). Progress the tool reports
+    /// arrives as `notifications/progress` with a string token, on the notification
+    /// handler.
+    ///
+    /// # Errors
+    /// As [`Peer::request`](crate::Peer::request); `-32601` when the tool does not run
+    /// as a task.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn f(client: mcpflow::client::ClientHandle) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// let created = client.call_tool_as_task("report", serde_json::json!({}), None).await?;
+    /// let result = client.await_task(&created.task.task_id, Duration::from_secs(60)).await?;
+    /// # drop(result); Ok(()) }
+    /// ```
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        ttl: Option<Duration>,
+    ) -> Result<CreateTaskResult, SessionError> {
+        static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = match arguments {
+            serde_json::Value::Object(map) => Some(map),
+            serde_json::Value::Null => None,
+            other => {
+                return Err(SessionError::Codec {
+                    method: method::TOOLS_CALL.into(),
+                    detail: format!("tool arguments must be a JSON object, not {other}"),
+                });
+            }
+        };
+        params.task = Some(TaskMetadata {
+            ttl: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            ..TaskMetadata::default()
+        });
+        // A string token: an integer one below the next request id would be taken
+        // for a finished request's and dropped once the call has answered.
+        let token = format!("task-{}", NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+        params
+            .meta
+            .get_or_insert_default()
+            .insert("progressToken".to_owned(), token.into());
+        self.peer
+            .request(method::TOOLS_CALL, &params, RequestOptions::new())
+            .await
+    }
+
+    /// `tasks/get`: the task's status now.
+    ///
+    /// # Errors
+    /// As [`Peer::request`](crate::Peer::request); `-32602` for an unknown or expired task.
+    pub async fn get_task(&self, task_id: &str) -> Result<Task, SessionError> {
+        self.request::<methods::GetTask>(&TaskIdParams::new(task_id), RequestOptions::new())
+            .await
+    }
+
+    /// `tasks/result`: waits until the task ends (at most the session's maximum request
+    /// time) and returns what the tool call returned. While the task needs input, the
+    /// server's elicitation or sampling requests arrive with this request.
+    ///
+    /// # Errors
+    /// As [`Peer::request`](crate::Peer::request): the tool call's own JSON-RPC error, or
+    /// `-32602` for an unknown task.
+    pub async fn task_result(&self, task_id: &str) -> Result<CallToolResult, SessionError> {
+        let wait = self.peer.config().max_request_timeout();
+        self.peer
+            .request(
+                method::TASKS_RESULT,
+                &TaskIdParams::new(task_id),
+                RequestOptions::new().timeout(wait),
+            )
+            .await
+    }
+
+    /// `tasks/list`: one page of this connection's tasks.
+    ///
+    /// # Errors
+    /// As [`Peer::request`](crate::Peer::request).
+    pub async fn list_tasks(&self, cursor: Option<&str>) -> Result<ListTasksResult, SessionError> {
+        let params = PaginatedRequestParams {
+            cursor: cursor.map(str::to_owned),
+            ..PaginatedRequestParams::default()
+        };
+        self.request::<methods::ListTasks>(&params, RequestOptions::new())
+            .await
+    }
+
+    /// `tasks/cancel`: the task, now `cancelled`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`](crate::Peer::request); `-32602` when the task has already
+    /// ended.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Task, SessionError> {
+        self.request::<methods::CancelTask>(&TaskIdParams::new(task_id), RequestOptions::new())
+            .await
+    }
+
+    /// Wait for a task's result until `deadline` passes: poll `tasks/get` at the
+    /// server's `pollInterval`, and once the task ends or needs input take
+    /// `tasks/result` (which carries the server's input requests to this client's
+    /// callbacks). Past the deadline the task is cancelled.
+    ///
+    /// # Errors
+    /// [`TaskWaitError::DeadlinePassed`] past the deadline, else
+    /// [`TaskWaitError::Session`] as [`task_result`](Self::task_result).
+    pub async fn await_task(
+        &self,
+        task_id: &str,
+        deadline: Duration,
+    ) -> Result<CallToolResult, TaskWaitError> {
+        let wait = async {
+            loop {
+                let task = self.get_task(task_id).await?;
+                if task.status.is_terminal() || task.status == TaskStatus::InputRequired {
+                    return self.task_result(task_id).await;
+                }
+                let poll = task
+                    .poll_interval
+                    .map_or(MIN_POLL, Duration::from_millis)
+                    .clamp(MIN_POLL, MAX_POLL);
+                tokio::time::sleep(poll).await;
+            }
+        };
+        match tokio::time::timeout(deadline, wait).await {
+            Ok(answer) => Ok(answer?),
+            Err(_) => {
+                if let Err(e) = self.cancel_task(task_id).await {
+                    tracing::debug!(error = %e, task = task_id, "cancelling a task past its deadline failed");
+                }
+                Err(TaskWaitError::DeadlinePassed {
+                    task_id: task_id.to_owned(),
+                    after: deadline,
+                })
+            }
+        }
+    }
+}
