@@ -9,7 +9,7 @@ use mcpflow_protocol::methods::method;
 use mcpflow_protocol::resources::ResourceUpdatedNotificationParams;
 use mcpflow_protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
 
-use super::Server;
+use super::{PrincipalSlot, Server};
 use crate::error::SessionError;
 use crate::session::Peer;
 
@@ -24,16 +24,19 @@ pub(crate) struct Connection {
     pub(super) log_level: AtomicU8,
     pub(super) initialized: AtomicBool,
     pub(super) subscriptions: Mutex<HashSet<String>>,
+    /// Who the requests act for, when the transport authorizes them (HTTP with auth).
+    pub(super) principal: PrincipalSlot,
 }
 
 impl Connection {
-    pub(super) fn new(server: Server) -> Connection {
+    pub(super) fn new(server: Server, principal: PrincipalSlot) -> Connection {
         Connection {
             server,
             handshake: OnceLock::new(),
             log_level: AtomicU8::new(0),
             initialized: AtomicBool::new(false),
             subscriptions: Mutex::default(),
+            principal,
         }
     }
 

@@ -27,6 +27,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod methods;
+mod principal;
 mod registry;
 mod typed;
 
@@ -47,6 +48,8 @@ use mcpflow_protocol::{
 
 pub(crate) use connection::{Connection, Handshake, LEVELS};
 pub use context::ServerContext;
+pub use principal::Principal;
+pub(crate) use principal::PrincipalSlot;
 pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
@@ -338,7 +341,16 @@ impl Server {
     /// Serve one connection. The engine starts at once; the client's `initialize` is
     /// answered like any other request.
     pub fn serve<T: Transport>(&self, transport: T) -> RunningServer {
-        let connection = Arc::new(Connection::new(self.clone()));
+        self.serve_as(transport, PrincipalSlot::default())
+    }
+
+    /// [`serve`](Self::serve), with handlers seeing the principal in `principal`.
+    pub(crate) fn serve_as<T: Transport>(
+        &self,
+        transport: T,
+        principal: PrincipalSlot,
+    ) -> RunningServer {
+        let connection = Arc::new(Connection::new(self.clone(), principal));
         let service = Arc::new(dispatch::ServerService {
             connection: connection.clone(),
         });

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
@@ -18,6 +19,7 @@ use super::new_session_id;
 use super::session::{HttpSession, Reply, StreamError};
 use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use crate::server::Principal;
 use crate::transport::InboundFrame;
 
 /// An HTTP error with a JSON-RPC error body (no id unless known), as the spec allows.
@@ -320,6 +322,7 @@ fn stream_error(e: StreamError) -> Refusal {
 /// `POST /mcp`: one JSON-RPC message or batch.
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Arc<Principal>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
@@ -351,7 +354,8 @@ pub(crate) async fn post(
     let stateless = state.config.stateless;
     let (session, created) = if stateless {
         let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
-        tokio::spawn(state.server.serve(transport).wait());
+        let served = state.server.serve_as(transport, session.principal.clone());
+        tokio::spawn(served.wait());
         (session, true)
     } else if header(&headers, SESSION_ID_HEADER).is_some() {
         if posted.initialize.is_some() {
@@ -384,6 +388,10 @@ pub(crate) async fn post(
         return Err(bad_request(
             "JSON-RPC batches are only accepted under protocol version 2025-03-26",
         ));
+    }
+    // The auth layer checked a named session's owner; a new one is bound here.
+    if created && let Some(Extension(principal)) = principal {
+        session.bind(principal);
     }
     let sender = session
         .sender()

@@ -69,6 +69,8 @@
 //! A malformed body is answered 400. [`RunningHttpServer::stats`] reports what the
 //! server holds and how many sessions it ended on its own.
 
+#[cfg(feature = "http-client")]
+pub mod auth;
 mod body;
 mod events;
 mod guard;
@@ -123,6 +125,8 @@ struct Config {
     retry: Option<Duration>,
     keep_alive: Duration,
     guard: HostGuard,
+    #[cfg(feature = "http-client")]
+    auth: Option<Arc<auth::ResourceAuth>>,
 }
 
 impl fmt::Debug for HttpServer {
@@ -179,6 +183,8 @@ impl HttpServer {
                 retry: Some(Duration::from_millis(1000)),
                 keep_alive: Duration::from_secs(15),
                 guard: HostGuard::loopback(),
+                #[cfg(feature = "http-client")]
+                auth: None,
             },
             hosts_set: false,
         }
@@ -338,6 +344,14 @@ impl HttpServer {
         self
     }
 
+    /// Authorize every request with OAuth bearer tokens, and serve the
+    /// protected-resource metadata (default: no authorization). See [`auth`].
+    #[cfg(feature = "http-client")]
+    pub fn auth(mut self, auth: auth::ResourceAuth) -> Self {
+        self.config.auth = Some(Arc::new(auth));
+        self
+    }
+
     /// The endpoint as an axum router, to serve or to nest in an application.
     pub fn router(self) -> Router {
         self.into_parts().0
@@ -346,15 +360,23 @@ impl HttpServer {
     fn into_parts(self) -> (Router, Arc<AppState>) {
         let endpoint = self.config.endpoint.clone();
         let state = Arc::new(AppState::new(self.server, self.config));
-        let router = Router::new()
-            .route(
-                &endpoint,
-                post(handlers::post)
-                    .get(handlers::get)
-                    .delete(handlers::delete),
-            )
-            .with_state(state.clone());
-        (router, state)
+        let mcp = post(handlers::post)
+            .get(handlers::get)
+            .delete(handlers::delete);
+        #[cfg(feature = "http-client")]
+        let mcp = mcp.layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ));
+        #[allow(unused_mut)] // mutated only with authorization compiled in
+        let mut router = Router::new().route(&endpoint, mcp);
+        #[cfg(feature = "http-client")]
+        if let Some(resource) = &state.config.auth {
+            for path in auth::metadata_paths(resource) {
+                router = router.route(&path, axum::routing::get(auth::serve_metadata));
+            }
+        }
+        (router.with_state(state.clone()), state)
     }
 
     /// Listen on `addr` and serve until [`RunningHttpServer::shutdown`]. On a
@@ -363,10 +385,21 @@ impl HttpServer {
     /// # Errors
     /// When the address cannot be bound.
     pub async fn bind(
-        mut self,
+        self,
         addr: impl tokio::net::ToSocketAddrs,
     ) -> std::io::Result<RunningHttpServer> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        self.serve_listener(tokio::net::TcpListener::bind(addr).await?)
+    }
+
+    /// Serve on a listener already bound (e.g. when the address must be known before
+    /// the server is configured), as [`bind`](Self::bind) does.
+    ///
+    /// # Errors
+    /// When the listener's address cannot be read.
+    pub fn serve_listener(
+        mut self,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<RunningHttpServer> {
         let local_addr = listener.local_addr()?;
         if !local_addr.ip().is_loopback() && !self.hosts_set {
             tracing::info!(%local_addr, "not bound to loopback: Host and Origin checks are off");
