@@ -24,6 +24,10 @@
 //! - **DNS-rebinding protection.** `Host` and `Origin` must name a loopback host unless
 //!   allow-listed; [`bind`](HttpServer::bind) on a non-loopback address turns the check
 //!   off unless an allow-list was given.
+//! - **Authorization** ([`auth`](HttpServer::auth), with `http-client`): OAuth bearer
+//!   tokens checked by a token verifier, protected-resource metadata at the well-known
+//!   paths, 401/403 challenges, scopes per tool or method, sessions bound to the
+//!   principal that created them; see the [`auth`] module.
 //! - **Stateless mode** ([`stateless`](HttpServer::stateless)) serves each POST on its
 //!   own short-lived session, for horizontal scaling; it has no GET stream, and a
 //!   server-to-client request cannot be answered there.
