@@ -284,6 +284,32 @@ async fn a_missing_token_is_challenged_with_the_metadata_url_and_scope() {
 }
 
 #[tokio::test]
+async fn without_required_scopes_the_challenge_names_the_supported_ones_but_offline_access() {
+    let auth = ResourceAuth::new(RESOURCE, AS, tokens()).scopes_supported([
+        "mcp:read",
+        "offline_access",
+        "mcp:admin",
+    ]);
+    let router = router(auth);
+    let response = send(&router, "POST", "/mcp", None, None, Some(initialize())).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge(&response).scope.as_deref(),
+        Some("mcp:read mcp:admin")
+    );
+    let ok = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("no-scope"),
+        None,
+        Some(initialize()),
+    )
+    .await;
+    assert_eq!(ok.status(), StatusCode::OK, "no scope is required");
+}
+
+#[tokio::test]
 async fn unknown_expired_and_foreign_audience_tokens_get_invalid_token() {
     let router = router(auth(tokens()));
     for token in ["nobody", "stale-token", "other-audience", "no-audience"] {

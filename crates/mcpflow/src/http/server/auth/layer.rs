@@ -185,6 +185,8 @@ fn challenge(
             .iter()
             .flatten()
             .map(String::as_str)
+            // A challenge never asks for refresh tokens (MCP authorization, scope selection).
+            .filter(|scope| *scope != "offline_access")
             .collect()
     } else {
         needed.iter().copied().collect()
