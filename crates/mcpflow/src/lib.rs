@@ -82,6 +82,7 @@
 //! | `http-server` | on | `http::server`: the streamable HTTP server (axum) |
 //! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback; `auth`: OAuth client building blocks |
 //! | `rustls` | off | `https://` URLs for the HTTP client |
+//! | `jwt` | off | `http::server::auth::JwtVerifier`: JWT access tokens checked against a JWKS (jsonwebtoken) |
 //! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
 #[cfg(feature = "http-client")]

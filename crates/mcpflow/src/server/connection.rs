@@ -9,7 +9,7 @@ use mcpflow_protocol::methods::method;
 use mcpflow_protocol::resources::ResourceUpdatedNotificationParams;
 use mcpflow_protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
 
-use super::Server;
+use super::{PrincipalSlot, Server};
 use crate::error::SessionError;
 use crate::session::Peer;
 
@@ -31,10 +31,12 @@ pub(crate) struct Connection {
     /// A 2026-07-28 request came in: without a handshake, the connection gets no
     /// untagged server-wide notifications.
     pub(crate) saw_modern: AtomicBool,
+    /// Who the requests act for, when the transport authorizes them (HTTP with auth).
+    pub(super) principal: PrincipalSlot,
 }
 
 impl Connection {
-    pub(super) fn new(server: Server) -> Connection {
+    pub(super) fn new(server: Server, principal: PrincipalSlot) -> Connection {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Connection {
             server,
@@ -45,6 +47,7 @@ impl Connection {
             subscriptions: Mutex::default(),
             modern_only: AtomicBool::new(false),
             saw_modern: AtomicBool::new(false),
+            principal,
         }
     }
 

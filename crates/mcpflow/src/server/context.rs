@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::modern::Modern;
 use super::tasks::{self, TaskEntry, TaskOwner};
-use super::{Connection, Server};
+use super::{Connection, Principal, Server};
 use crate::error::SessionError;
 use crate::session::{Peer, RequestContext, RequestOptions};
 use mcpflow_protocol::mrtr::InputRequest;
@@ -170,6 +170,16 @@ impl ServerContext {
             Some(m) => Some(m.version.clone()),
             None => self.connection.protocol_version(),
         }
+    }
+
+    /// Who the request acts for: the principal of the verified access token, when the
+    /// HTTP server authorizes requests ([`HttpServer::auth`]); `None` otherwise. Within
+    /// an HTTP session it is the principal of the session's newest request (always the
+    /// same subject, since a session is bound to the one that created it).
+    ///
+    /// [`HttpServer::auth`]: crate::http::server::HttpServer::auth
+    pub fn auth(&self) -> Option<Arc<Principal>> {
+        self.connection.principal.get()
     }
 
     /// Over streamable HTTP, end the event stream that will carry this request's answer

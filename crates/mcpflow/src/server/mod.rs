@@ -28,6 +28,7 @@ mod context;
 mod dispatch;
 mod methods;
 mod modern;
+mod principal;
 mod registry;
 mod tasks;
 mod typed;
@@ -52,6 +53,8 @@ pub use context::ServerContext;
 pub use modern::{CacheHints, StateKey};
 #[cfg_attr(not(feature = "http-server"), allow(unused_imports))]
 pub(crate) use modern::{is_modern_method, is_modern_request};
+pub use principal::Principal;
+pub(crate) use principal::PrincipalSlot;
 pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
 };
@@ -397,14 +400,27 @@ impl Server {
     /// Serve one connection. The engine starts at once; the client's `initialize` is
     /// answered like any other request.
     pub fn serve<T: Transport>(&self, transport: T) -> RunningServer {
-        self.serve_connection(transport, Connection::new(self.clone()))
+        self.serve_as(transport, PrincipalSlot::default())
+    }
+
+    /// [`serve`](Self::serve), with handlers seeing the principal in `principal`.
+    pub(crate) fn serve_as<T: Transport>(
+        &self,
+        transport: T,
+        principal: PrincipalSlot,
+    ) -> RunningServer {
+        self.serve_connection(transport, Connection::new(self.clone(), principal))
     }
 
     /// Serve a connection that only carries 2026-07-28 requests (an HTTP request
     /// without a session): every request is checked for its envelope.
     #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-    pub(crate) fn serve_modern<T: Transport>(&self, transport: T) -> RunningServer {
-        let connection = Connection::new(self.clone());
+    pub(crate) fn serve_modern<T: Transport>(
+        &self,
+        transport: T,
+        principal: PrincipalSlot,
+    ) -> RunningServer {
+        let connection = Connection::new(self.clone(), principal);
         connection.modern_only.store(true, Ordering::Release);
         self.serve_connection(transport, connection)
     }

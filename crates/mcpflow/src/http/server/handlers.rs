@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
@@ -18,6 +19,7 @@ use super::new_session_id;
 use super::session::{HttpSession, Reply, StreamError};
 use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use crate::server::Principal;
 use crate::transport::InboundFrame;
 
 /// An HTTP error with a JSON-RPC error body (no id unless known), as the spec allows.
@@ -330,6 +332,7 @@ fn stream_error(e: StreamError) -> Refusal {
 /// `POST /mcp`: one JSON-RPC message or batch.
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Arc<Principal>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
@@ -364,13 +367,14 @@ pub(crate) async fn post(
         && super::modern::is_modern_post(&headers, name, params.as_deref())
     {
         let post = super::modern::check(&state.server, &headers, id, name, params.as_deref())?;
-        return post_modern(&state, post, body, sse_ok, json_ok).await;
+        return post_modern(&state, post, principal, body, sse_ok, json_ok).await;
     }
 
     let stateless = state.config.stateless;
     let (session, created) = if stateless {
         let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
-        tokio::spawn(state.server.serve(transport).wait());
+        let served = state.server.serve_as(transport, session.principal.clone());
+        tokio::spawn(served.wait());
         (session, true)
     } else if header(&headers, SESSION_ID_HEADER).is_some() {
         if posted.initialize.is_some() {
@@ -403,6 +407,10 @@ pub(crate) async fn post(
         return Err(bad_request(
             "JSON-RPC batches are only accepted under protocol version 2025-03-26",
         ));
+    }
+    // The auth layer checked a named session's owner; a new one is bound here.
+    if created && let Some(Extension(principal)) = principal {
+        session.bind(principal);
     }
     let sender = session
         .sender()
@@ -466,12 +474,16 @@ pub(crate) async fn post(
 async fn post_modern(
     state: &Arc<AppState>,
     post: super::modern::ModernPost,
+    principal: Option<Extension<Arc<Principal>>>,
     body: Bytes,
     sse_ok: bool,
     json_ok: bool,
 ) -> Result<Response, Refusal> {
     let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
-    tokio::spawn(state.server.serve_modern(transport).wait());
+    if let Some(Extension(principal)) = principal {
+        session.bind(principal);
+    }
+    tokio::spawn(state.server.serve_modern(transport, session.principal.clone()).wait());
     let sender = session
         .sender()
         .ok_or(StreamError::Gone)

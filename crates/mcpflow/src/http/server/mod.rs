@@ -24,6 +24,10 @@
 //! - **DNS-rebinding protection.** `Host` and `Origin` must name a loopback host unless
 //!   allow-listed; [`bind`](HttpServer::bind) on a non-loopback address turns the check
 //!   off unless an allow-list was given.
+//! - **Authorization** ([`auth`](HttpServer::auth), with `http-client`): OAuth bearer
+//!   tokens checked by a token verifier, protected-resource metadata at the well-known
+//!   paths, 401/403 challenges, scopes per tool or method, sessions bound to the
+//!   principal that created them; see the [`auth`] module.
 //! - **Stateless mode** ([`stateless`](HttpServer::stateless)) serves each POST on its
 //!   own short-lived session, for horizontal scaling; it has no GET stream, and a
 //!   server-to-client request cannot be answered there.
@@ -69,6 +73,8 @@
 //! A malformed body is answered 400. [`RunningHttpServer::stats`] reports what the
 //! server holds and how many sessions it ended on its own.
 
+#[cfg(feature = "http-client")]
+pub mod auth;
 mod body;
 mod events;
 mod guard;
@@ -124,6 +130,8 @@ struct Config {
     retry: Option<Duration>,
     keep_alive: Duration,
     guard: HostGuard,
+    #[cfg(feature = "http-client")]
+    auth: Option<Arc<auth::ResourceAuth>>,
 }
 
 impl fmt::Debug for HttpServer {
@@ -180,6 +188,8 @@ impl HttpServer {
                 retry: Some(Duration::from_millis(1000)),
                 keep_alive: Duration::from_secs(15),
                 guard: HostGuard::loopback(),
+                #[cfg(feature = "http-client")]
+                auth: None,
             },
             hosts_set: false,
         }
@@ -339,6 +349,14 @@ impl HttpServer {
         self
     }
 
+    /// Authorize every request with OAuth bearer tokens, and serve the
+    /// protected-resource metadata (default: no authorization). See [`auth`].
+    #[cfg(feature = "http-client")]
+    pub fn auth(mut self, auth: auth::ResourceAuth) -> Self {
+        self.config.auth = Some(Arc::new(auth));
+        self
+    }
+
     /// The endpoint as an axum router, to serve or to nest in an application.
     pub fn router(self) -> Router {
         self.into_parts().0
@@ -347,15 +365,23 @@ impl HttpServer {
     fn into_parts(self) -> (Router, Arc<AppState>) {
         let endpoint = self.config.endpoint.clone();
         let state = Arc::new(AppState::new(self.server, self.config));
-        let router = Router::new()
-            .route(
-                &endpoint,
-                post(handlers::post)
-                    .get(handlers::get)
-                    .delete(handlers::delete),
-            )
-            .with_state(state.clone());
-        (router, state)
+        let mcp = post(handlers::post)
+            .get(handlers::get)
+            .delete(handlers::delete);
+        #[cfg(feature = "http-client")]
+        let mcp = mcp.layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ));
+        #[allow(unused_mut)] // mutated only with authorization compiled in
+        let mut router = Router::new().route(&endpoint, mcp);
+        #[cfg(feature = "http-client")]
+        if let Some(resource) = &state.config.auth {
+            for path in auth::metadata_paths(resource) {
+                router = router.route(&path, axum::routing::get(auth::serve_metadata));
+            }
+        }
+        (router.with_state(state.clone()), state)
     }
 
     /// Listen on `addr` and serve until [`RunningHttpServer::shutdown`]. On a
@@ -364,10 +390,21 @@ impl HttpServer {
     /// # Errors
     /// When the address cannot be bound.
     pub async fn bind(
-        mut self,
+        self,
         addr: impl tokio::net::ToSocketAddrs,
     ) -> std::io::Result<RunningHttpServer> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        self.serve_listener(tokio::net::TcpListener::bind(addr).await?)
+    }
+
+    /// Serve on a listener already bound (e.g. when the address must be known before
+    /// the server is configured), as [`bind`](Self::bind) does.
+    ///
+    /// # Errors
+    /// When the listener's address cannot be read.
+    pub fn serve_listener(
+        mut self,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<RunningHttpServer> {
         let local_addr = listener.local_addr()?;
         if !local_addr.ip().is_loopback() && !self.hosts_set {
             tracing::info!(%local_addr, "not bound to loopback: Host and Origin checks are off");

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,6 +22,7 @@ use super::events::{
     event_id, parse_event_id,
 };
 use crate::error::TransportError;
+use crate::server::{Principal, PrincipalSlot};
 use crate::transport::{
     Frame, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport,
 };
@@ -206,6 +207,10 @@ pub(crate) struct HttpSession {
     last_seen: Mutex<Instant>,
     /// The client sent a request other than `initialize`.
     used: AtomicBool,
+    /// The principal its handlers see, with authorization on.
+    pub(crate) principal: PrincipalSlot,
+    /// [`Principal::owner_key`] of the one that created it; no other may use it.
+    owner: OnceLock<String>,
 }
 
 /// What every session of a server shares.
@@ -246,6 +251,8 @@ impl HttpSession {
             routes: routes.clone(),
             last_seen: Mutex::new(Instant::now()),
             used: AtomicBool::new(false),
+            principal: PrincipalSlot::default(),
+            owner: OnceLock::new(),
         });
         (
             session,
@@ -254,6 +261,17 @@ impl HttpSession {
                 routes,
             },
         )
+    }
+
+    /// Let `principal` act in this session: the first one binds it, later ones must
+    /// have the same owner key (`false` otherwise). Handlers then see `principal`.
+    pub(crate) fn bind(&self, principal: Arc<Principal>) -> bool {
+        let key = principal.owner_key();
+        if self.owner.get_or_init(|| key.clone()) != &key {
+            return false;
+        }
+        self.principal.set(principal);
+        true
     }
 
     pub(crate) fn touch(&self) {

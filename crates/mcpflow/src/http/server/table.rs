@@ -139,7 +139,7 @@ impl AppState {
             );
             evicted.terminate();
         }
-        let running = self.server.serve(transport);
+        let running = self.server.serve_as(transport, session.principal.clone());
         let state = Arc::downgrade(self);
         tokio::spawn(async move {
             running.wait().await;

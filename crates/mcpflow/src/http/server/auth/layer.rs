@@ -1,0 +1,237 @@
+//! The authorization layer in front of the MCP endpoint, and the metadata route.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::{
+    ACCESS_CONTROL_ALLOW_ORIGIN, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
+};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use mcpflow_protocol::jsonrpc::{Decoded, MessageRef, decode};
+use mcpflow_protocol::methods::method;
+use mcpflow_protocol::{ErrorCode, ErrorObject, Message};
+
+use super::{ResourceAuth, VerifyError};
+use crate::http::SESSION_ID_HEADER;
+use crate::http::server::body::read_body;
+use crate::http::server::table::AppState;
+
+/// The paths the metadata document is served at: the root well-known path and the one
+/// followed by the resource's path.
+pub(crate) fn metadata_paths(auth: &ResourceAuth) -> Vec<String> {
+    let root = "/.well-known/oauth-protected-resource".to_owned();
+    let mut paths = vec![root.clone()];
+    if let Ok(url) = reqwest::Url::parse(&auth.metadata.resource) {
+        let path = url.path().trim_end_matches('/');
+        if !path.is_empty() {
+            paths.push(format!("{root}{path}"));
+        }
+    }
+    paths
+}
+
+/// `GET /.well-known/oauth-protected-resource[/path]`: public, and readable from a
+/// browser page on any origin (RFC 9728 clients may run there).
+pub(crate) async fn serve_metadata(State(state): State<Arc<AppState>>) -> Response {
+    let Some(auth) = &state.config.auth else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let Ok(body) = serde_json::to_string(&auth.metadata) else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let headers = [
+        (CONTENT_TYPE, "application/json"),
+        (ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+    ];
+    (headers, body).into_response()
+}
+
+/// Middleware: verify the bearer token (401), check the session's owner (404) and the
+/// scopes the request needs (403), then hand the principal to the handlers.
+pub(crate) async fn authorize(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(auth) = state.config.auth.clone() else {
+        return next.run(request).await;
+    };
+    let Some(token) = bearer(request.headers()) else {
+        return challenge(&auth, StatusCode::UNAUTHORIZED, None, &auth.needed(&[]));
+    };
+    let verified = match auth.verifier.verify(token).await {
+        Ok(principal) => auth.admit(&principal, now()).map(|()| principal),
+        Err(e) => Err(e),
+    };
+    let principal = match verified {
+        Ok(principal) => Arc::new(principal),
+        Err(VerifyError::Unavailable(why)) => {
+            tracing::warn!(error = %why, "could not verify an access token");
+            let mut response = json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the access token could not be checked now; try again".into(),
+            );
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(1));
+            return response;
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "refused an access token");
+            let error = ("invalid_token", e.to_string());
+            return challenge(
+                &auth,
+                StatusCode::UNAUTHORIZED,
+                Some(error),
+                &auth.needed(&[]),
+            );
+        }
+    };
+    if let Some(id) = request
+        .headers()
+        .get(SESSION_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        && let Some(session) = state.session(id)
+        && !session.bind(principal.clone())
+    {
+        tracing::warn!(subject = %principal.subject, "a principal named a session it does not own");
+        let message = format!(
+            "session `{id}` is unknown or has been terminated; start a new session with `initialize`"
+        );
+        return json_error(StatusCode::NOT_FOUND, message);
+    }
+    let calls = if request.method() == Method::POST && auth.scopes_by_request() {
+        let (parts, body) = request.into_parts();
+        let bytes =
+            match read_body(body, &parts.headers, state.config.body, &state.body_budget).await {
+                Ok(bytes) => bytes,
+                Err(refusal) => return refusal.into_response(),
+            };
+        let calls = calls_in(&bytes);
+        request = Request::from_parts(parts, Body::from(bytes));
+        calls
+    } else {
+        Vec::new()
+    };
+    let needed = auth.needed(&calls);
+    if needed.iter().any(|scope| !principal.has_scope(scope)) {
+        let error = (
+            "insufficient_scope",
+            "the access token lacks a scope this request needs".to_owned(),
+        );
+        return challenge(&auth, StatusCode::FORBIDDEN, Some(error), &needed);
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+/// The token of an `Authorization: Bearer` header (the scheme is case-insensitive).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The requests of a POST body as (method, tool name); none when it does not decode
+/// (the endpoint then refuses it with 400).
+fn calls_in(body: &[u8]) -> Vec<(String, Option<String>)> {
+    let messages = match decode(body) {
+        Decoded::Single(Ok(m)) => vec![m],
+        Decoded::Batch(items) => items.into_iter().filter_map(Result::ok).collect(),
+        Decoded::Single(Err(_)) => Vec::new(),
+    };
+    messages
+        .into_iter()
+        .filter_map(|m| match m {
+            MessageRef::Request { method, params, .. } => {
+                let tool = (method == method::TOOLS_CALL)
+                    .then(|| {
+                        #[derive(serde::Deserialize)]
+                        struct Named {
+                            name: String,
+                        }
+                        params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok())
+                    })
+                    .flatten()
+                    .map(|n| n.name);
+                Some((method.to_string(), tool))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A 401 or 403 with its `WWW-Authenticate: Bearer` challenge (RFC 6750 §3, RFC 9728
+/// §5.1): the metadata URL, the scopes needed, and the error when there is one.
+fn challenge(
+    auth: &ResourceAuth,
+    status: StatusCode,
+    error: Option<(&str, String)>,
+    needed: &BTreeSet<&str>,
+) -> Response {
+    let mut params = Vec::new();
+    if let Some((code, _)) = &error {
+        params.push(format!("error=\"{code}\""));
+    }
+    let scope_list: Vec<&str> = if needed.is_empty() && status == StatusCode::UNAUTHORIZED {
+        auth.metadata
+            .scopes_supported
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            // A challenge never asks for refresh tokens (MCP authorization, scope selection).
+            .filter(|scope| *scope != "offline_access")
+            .collect()
+    } else {
+        needed.iter().copied().collect()
+    };
+    if !scope_list.is_empty() {
+        params.push(format!("scope=\"{}\"", quoted(&scope_list.join(" "))));
+    }
+    params.push(format!(
+        "resource_metadata=\"{}\"",
+        quoted(&auth.metadata_url())
+    ));
+    if let Some((_, description)) = &error {
+        params.push(format!("error_description=\"{}\"", quoted(description)));
+    }
+    let message = match &error {
+        Some((_, description)) => description.clone(),
+        None => "this endpoint needs an access token (Authorization: Bearer)".to_owned(),
+    };
+    let mut response = json_error(status, message);
+    if let Ok(value) = HeaderValue::from_str(&format!("Bearer {}", params.join(", "))) {
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// A quoted-string's content: `"` and `\` escaped, and characters a header value
+/// cannot hold replaced.
+fn quoted(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '"' | '\\' => format!("\\{c}"),
+            c if c.is_ascii_graphic() || c == ' ' => c.to_string(),
+            _ => "?".to_owned(),
+        })
+        .collect()
+}
+
+fn json_error(status: StatusCode, message: String) -> Response {
+    let body = Message::error(None, ErrorObject::new(ErrorCode::INVALID_REQUEST, message))
+        .to_json_string();
+    (status, [(CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

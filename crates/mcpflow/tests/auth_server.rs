@@ -1,0 +1,618 @@
+//! The HTTP server as an OAuth protected resource, driven in process through
+//! [`HttpServer::router`]: the metadata at each well-known path, the 401 and 403
+//! challenges, scopes per tool and per method, audience and expiry checks, session
+//! binding, the principal in handlers; and the introspection and JWT verifiers against
+//! a local authorization server (loopback only). Every wait is bounded.
+#![cfg(all(feature = "http-server", feature = "http-client"))]
+
+mod common;
+#[path = "common/oauth_as.rs"]
+mod oauth_as;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode};
+use common::bounded;
+use mcpflow::auth::{BearerChallenge, bearer_challenge};
+use mcpflow::http::server::HttpServer;
+use mcpflow::http::server::auth::{IntrospectionVerifier, ResourceAuth, StaticTokens};
+use mcpflow::protocol::{CallToolResult, Tool};
+use mcpflow::server::{Principal, Server};
+use oauth_as::AuthServer;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const RESOURCE: &str = "http://localhost/mcp";
+const AS: &str = "http://127.0.0.1:9";
+
+/// `whoami` answers with the principal its context holds; `admin` needs `mcp:admin`.
+fn server() -> Server {
+    Server::builder("protected", "1.0.0")
+        .tool(
+            Tool::new("whoami", "The caller", Tool::empty_input_schema()),
+            |_args, cx| async move {
+                let who = cx.auth().map(|p| {
+                    json!({
+                        "subject": p.subject,
+                        "scopes": p.scopes,
+                        "client_id": p.client_id,
+                        "issuer": p.issuer,
+                    })
+                });
+                Ok(CallToolResult::text(json!(who).to_string()))
+            },
+        )
+        .tool(
+            Tool::new("admin", "Needs mcp:admin", Tool::empty_input_schema()),
+            |_args, _cx| async { Ok(CallToolResult::text("done")) },
+        )
+        .build()
+}
+
+fn principal(subject: &str, scopes: &[&str]) -> Principal {
+    let mut p = Principal::new(subject)
+        .with_scopes(scopes.iter().copied())
+        .with_client_id("test-client");
+    p.audiences = vec![RESOURCE.to_owned()];
+    p
+}
+
+fn tokens() -> StaticTokens {
+    let mut other = principal("alice", &["mcp:read"]);
+    other.audiences = vec!["http://localhost/other-mcp".into()];
+    let mut no_audience = principal("alice", &["mcp:read"]);
+    no_audience.audiences.clear();
+    let mut expired = principal("alice", &["mcp:read"]);
+    expired.expires_at = Some(1);
+    StaticTokens::new()
+        .token("alice", principal("alice", &["mcp:read"]))
+        .token(
+            "alice-admin",
+            principal("alice", &["mcp:read", "mcp:admin"]),
+        )
+        .token("bob", principal("bob", &["mcp:read", "mcp:admin"]))
+        .token("no-scope", principal("carol", &[]))
+        .token("other-audience", other)
+        .token("no-audience", no_audience)
+        .token("stale-token", expired)
+}
+
+fn auth(verifier: impl mcpflow::http::server::auth::TokenVerifier) -> ResourceAuth {
+    ResourceAuth::new(RESOURCE, AS, verifier)
+        .scopes_supported(["mcp:read", "mcp:admin", "mcp:resources"])
+        .required_scopes(["mcp:read"])
+        .tool_scopes("admin", ["mcp:admin"])
+        .method_scopes("resources/list", ["mcp:resources"])
+}
+
+fn router(auth: ResourceAuth) -> Router {
+    HttpServer::new(server())
+        .json_response(true)
+        .auth(auth)
+        .router()
+}
+
+async fn send(
+    router: &Router,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: Option<Value>,
+) -> Response<Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+    let request = request.body(body).expect("request");
+    bounded(&format!("{method} {path}"), router.clone().oneshot(request))
+        .await
+        .expect("infallible")
+}
+
+async fn json_body(response: Response<Body>) -> Value {
+    let bytes = bounded(
+        "response body",
+        axum::body::to_bytes(response.into_body(), 1 << 20),
+    )
+    .await
+    .expect("body");
+    serde_json::from_slice(&bytes).expect("a JSON body")
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}})
+}
+
+fn call(id: u64, tool: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": {}}})
+}
+
+/// Initialize with `token`; the session id.
+async fn open(router: &Router, token: &str) -> String {
+    let response = send(
+        router,
+        "POST",
+        "/mcp",
+        Some(token),
+        None,
+        Some(initialize()),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK, "initialize with {token}");
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let done = send(router, "POST", "/mcp", Some(token), Some(&id), Some(note)).await;
+    assert_eq!(done.status(), StatusCode::ACCEPTED);
+    id
+}
+
+fn challenge(response: &Response<Body>) -> BearerChallenge {
+    let header = response
+        .headers()
+        .get("www-authenticate")
+        .expect("a WWW-Authenticate header")
+        .to_str()
+        .expect("ascii");
+    bearer_challenge([header])
+        .expect("well-formed")
+        .expect("a Bearer challenge")
+}
+
+/// The text of a tools/call result.
+async fn result_text(response: Response<Body>) -> String {
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = json_body(response).await;
+    body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text result: {body}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn metadata_is_served_at_the_root_and_the_path_suffixed_well_known_paths() {
+    let router = router(auth(tokens()).resource_name("Protected test server"));
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let response = send(&router, "GET", path, None, None, None).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .map(|v| v.as_bytes()),
+            Some(&b"*"[..])
+        );
+        let doc = json_body(response).await;
+        assert_eq!(doc["resource"], RESOURCE, "{path}");
+        assert_eq!(doc["authorization_servers"], json!([AS]));
+        assert_eq!(
+            doc["scopes_supported"],
+            json!(["mcp:read", "mcp:admin", "mcp:resources"])
+        );
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(doc["resource_name"], "Protected test server");
+    }
+    let other = send(
+        &router,
+        "GET",
+        "/.well-known/oauth-protected-resource/elsewhere",
+        None,
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
+
+    let open = HttpServer::new(server()).router();
+    let none = send(
+        &open,
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        None,
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        none.status(),
+        StatusCode::NOT_FOUND,
+        "no metadata without auth"
+    );
+    let unprotected = send(&open, "POST", "/mcp", None, None, Some(initialize())).await;
+    assert_eq!(
+        unprotected.status(),
+        StatusCode::OK,
+        "no auth configured: open"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_token_is_challenged_with_the_metadata_url_and_scope() {
+    let router = router(auth(tokens()));
+    for method in ["POST", "GET", "DELETE"] {
+        let response = send(&router, method, "/mcp", None, None, Some(initialize())).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{method}");
+        let c = challenge(&response);
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://localhost/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(c.scope.as_deref(), Some("mcp:read"));
+        assert_eq!(
+            c.error, None,
+            "no error code without a token (RFC 6750 §3.1)"
+        );
+    }
+    let basic = Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", "localhost")
+        .header("authorization", "Basic YWxpY2U6c2VjcmV0")
+        .body(Body::from(initialize().to_string()))
+        .expect("request");
+    let response = bounded("basic auth", router.clone().oneshot(basic))
+        .await
+        .expect("infallible");
+    assert_eq!(
+        response.status(),
+        StatusCode::UNAUTHORIZED,
+        "not a bearer token"
+    );
+}
+
+#[tokio::test]
+async fn without_required_scopes_the_challenge_names_the_supported_ones_but_offline_access() {
+    let auth = ResourceAuth::new(RESOURCE, AS, tokens()).scopes_supported([
+        "mcp:read",
+        "offline_access",
+        "mcp:admin",
+    ]);
+    let router = router(auth);
+    let response = send(&router, "POST", "/mcp", None, None, Some(initialize())).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge(&response).scope.as_deref(),
+        Some("mcp:read mcp:admin")
+    );
+    let ok = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("no-scope"),
+        None,
+        Some(initialize()),
+    )
+    .await;
+    assert_eq!(ok.status(), StatusCode::OK, "no scope is required");
+}
+
+#[tokio::test]
+async fn unknown_expired_and_foreign_audience_tokens_get_invalid_token() {
+    let router = router(auth(tokens()));
+    for token in ["nobody", "stale-token", "other-audience", "no-audience"] {
+        let response = send(
+            &router,
+            "POST",
+            "/mcp",
+            Some(token),
+            None,
+            Some(initialize()),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{token}");
+        let c = challenge(&response);
+        assert_eq!(c.error.as_deref(), Some("invalid_token"), "{token}");
+        assert!(c.resource_metadata.is_some());
+        let description = c.error_description.unwrap_or_default();
+        assert!(
+            !description.contains(token),
+            "the token is never echoed: {description}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn scopes_are_required_per_tool_and_per_method_with_a_step_up_challenge() {
+    let router = router(auth(tokens()));
+    let no_scope = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("no-scope"),
+        None,
+        Some(initialize()),
+    )
+    .await;
+    assert_eq!(no_scope.status(), StatusCode::FORBIDDEN);
+    assert_eq!(challenge(&no_scope).scope.as_deref(), Some("mcp:read"));
+
+    let session = open(&router, "alice").await;
+    let allowed = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice"),
+        Some(&session),
+        Some(call(2, "whoami")),
+    )
+    .await;
+    assert!(result_text(allowed).await.contains("alice"));
+
+    let refused = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice"),
+        Some(&session),
+        Some(call(3, "admin")),
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let c = challenge(&refused);
+    assert!(c.is_insufficient_scope());
+    assert_eq!(
+        c.scope.as_deref(),
+        Some("mcp:admin mcp:read"),
+        "every scope it needs"
+    );
+    assert_eq!(
+        c.resource_metadata.as_deref(),
+        Some("http://localhost/.well-known/oauth-protected-resource/mcp")
+    );
+
+    // The stepped-up token of the same subject works in the same session.
+    let stepped = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice-admin"),
+        Some(&session),
+        Some(call(4, "admin")),
+    )
+    .await;
+    assert_eq!(result_text(stepped).await, "done");
+
+    let list = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/list"});
+    let method = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice-admin"),
+        Some(&session),
+        Some(list),
+    )
+    .await;
+    assert_eq!(method.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        challenge(&method).scope.as_deref(),
+        Some("mcp:read mcp:resources")
+    );
+
+    // A batch needs the scopes of all its calls.
+    let batch = json!([call(6, "whoami"), call(7, "admin")]);
+    let session_2025 = {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}});
+        let r = send(&router, "POST", "/mcp", Some("alice"), None, Some(init)).await;
+        r.headers()["mcp-session-id"]
+            .to_str()
+            .expect("ascii")
+            .to_owned()
+    };
+    let refused = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice"),
+        Some(&session_2025),
+        Some(batch),
+    )
+    .await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::FORBIDDEN,
+        "a batch with admin in it"
+    );
+}
+
+#[tokio::test]
+async fn the_handler_sees_the_verified_principal() {
+    let router = router(auth(tokens()));
+    let session = open(&router, "alice").await;
+    let response = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice"),
+        Some(&session),
+        Some(call(2, "whoami")),
+    )
+    .await;
+    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    assert_eq!(who["subject"], "alice");
+    assert_eq!(who["scopes"], json!(["mcp:read"]));
+    assert_eq!(who["client_id"], "test-client");
+
+    let stateless = HttpServer::new(server())
+        .json_response(true)
+        .stateless(true)
+        .auth(auth(tokens()))
+        .router();
+    let response = send(
+        &stateless,
+        "POST",
+        "/mcp",
+        Some("bob"),
+        None,
+        Some(call(9, "whoami")),
+    )
+    .await;
+    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    assert_eq!(
+        who["subject"], "bob",
+        "stateless sessions see the principal too"
+    );
+
+    let open_server = HttpServer::new(server())
+        .json_response(true)
+        .stateless(true)
+        .router();
+    let response = send(
+        &open_server,
+        "POST",
+        "/mcp",
+        None,
+        None,
+        Some(call(9, "whoami")),
+    )
+    .await;
+    assert_eq!(
+        result_text(response).await,
+        "null",
+        "no principal without auth"
+    );
+}
+
+#[tokio::test]
+async fn a_session_is_bound_to_the_principal_that_created_it() {
+    let router = router(auth(tokens()));
+    let session = open(&router, "alice").await;
+    for (method, body) in [
+        ("POST", Some(call(2, "whoami"))),
+        ("GET", None),
+        ("DELETE", None),
+    ] {
+        let response = send(&router, method, "/mcp", Some("bob"), Some(&session), body).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::NOT_FOUND,
+            "bob {method} on alice's session"
+        );
+    }
+    let response = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some("alice"),
+        Some(&session),
+        Some(call(3, "whoami")),
+    )
+    .await;
+    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    assert_eq!(
+        who["subject"], "alice",
+        "bob's attempt did not change the session's principal"
+    );
+    let gone = send(
+        &router,
+        "DELETE",
+        "/mcp",
+        Some("alice"),
+        Some(&session),
+        None,
+    )
+    .await;
+    assert_eq!(gone.status(), StatusCode::OK, "the owner may end it");
+}
+
+#[tokio::test]
+async fn introspection_accepts_only_active_tokens_issued_for_this_resource() {
+    let authz = AuthServer::start().await;
+    let verifier = IntrospectionVerifier::new(authz.url("/introspect"))
+        .client_credentials("mcp-server", "secret")
+        .issuer(authz.issuer.clone());
+    let router = router(auth(verifier));
+    let good = authz.issue("mcp:read", Some(RESOURCE));
+    let session = open(&router, &good).await;
+    let response = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some(&good),
+        Some(&session),
+        Some(call(2, "whoami")),
+    )
+    .await;
+    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    assert_eq!(who["subject"], oauth_as::SUBJECT);
+    assert_eq!(who["issuer"], authz.issuer.as_str());
+
+    let foreign = authz.issue("mcp:read", Some("http://localhost/other-mcp"));
+    let unbound = authz.issue("mcp:read", None);
+    for token in [foreign.as_str(), unbound.as_str(), "never-issued"] {
+        let response = send(
+            &router,
+            "POST",
+            "/mcp",
+            Some(token),
+            None,
+            Some(initialize()),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{token}");
+        assert_eq!(challenge(&response).error.as_deref(), Some("invalid_token"));
+    }
+    assert!(authz.introspections() >= 5);
+
+    let wrong_issuer =
+        IntrospectionVerifier::new(authz.url("/introspect")).issuer("http://elsewhere");
+    let router2 = self::router(auth(wrong_issuer));
+    let response = send(
+        &router2,
+        "POST",
+        "/mcp",
+        Some(&good),
+        None,
+        Some(initialize()),
+    )
+    .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::UNAUTHORIZED,
+        "issuer checked"
+    );
+
+    drop(authz);
+    let response = send(
+        &router,
+        "POST",
+        "/mcp",
+        Some(&good),
+        None,
+        Some(initialize()),
+    )
+    .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "an unreachable introspection endpoint is not the client's fault"
+    );
+}
+
+#[cfg(feature = "jwt")]
+#[path = "auth_server/jwt.rs"]
+mod jwt;
