@@ -102,7 +102,12 @@ fn post<'a>(
         let response = loop {
             let generation = authorize::generation(conn);
             let mut request = conn
-                .prepare(Method::POST, conn.config.url.clone(), ACCEPT_POST, with_version)
+                .prepare(
+                    Method::POST,
+                    conn.config.url.clone(),
+                    ACCEPT_POST,
+                    with_version,
+                )
                 .await
                 .header(CONTENT_TYPE, "application/json");
             if let Some(modern) = &outgoing.modern {

@@ -483,7 +483,12 @@ async fn post_modern(
     if let Some(Extension(principal)) = principal {
         session.bind(principal);
     }
-    tokio::spawn(state.server.serve_modern(transport, session.principal.clone()).wait());
+    tokio::spawn(
+        state
+            .server
+            .serve_modern(transport, session.principal.clone())
+            .wait(),
+    );
     let sender = session
         .sender()
         .ok_or(StreamError::Gone)
