@@ -238,6 +238,16 @@ for c in py2 ts2; do
         report "mcpflow(http, 2026-07-28) <- $c" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
     fi
 done
+# The same elicitation tool, unchanged, for the same clients pinned to the handshake era: there
+# it is a server-to-client elicitation/create request instead of an input_required round trip.
+for c in py2 ts2; do
+    f="$logs/mcpflow-2025.$c"
+    # shellcheck disable=SC2086
+    $T ${modern_clients[$c]/--mode auto/--mode legacy} --progress test_tool_with_progress --elicit test_elicitation \
+        -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
+    echo $? >"$f.rc"
+    report "mcpflow(2025-11-25, same elicitation tool) <- $c" "$(judge modern "$f.out" 2025-11-25 0)"
+done
 inspector() { # out-file args... ; the Inspector keeps its state under $HOME
     local out="$1"
     shift

@@ -7,7 +7,7 @@
 #      (`--requirements 2025-11-25`), then those 2026-07-28 requires (`--requirements 2026-07-28`,
 #      stateless requests on the same endpoint; the runner also runs extension and pending
 #      scenarios there, such as tasks, and reports them unscored);
-#   3. client suite `core` of the pinned release against the `conformance_client` example, with
+#   3. client suite `all` of the pinned release against the `conformance_client` example, with
 #      conformance/expected-failures.yml as the baseline;
 #   4. every client scenario the alpha's 2026-07-28 revision requires (OAuth included), one at
 #      a time at the 2026-07-28 wire.
@@ -137,7 +137,7 @@ run_server_suite server-"$v_alpha"-2026 "server suite, conformance $v_alpha (--r
 # --- the conformance_client example against the runner's scenario servers ------------------
 run_client_suite() {
     local title out dir rc total findings client_ok retried f s solo_out solo_dir verdict passed_line e
-    title="client suite core, conformance $v_stable (baseline $baseline)"
+    title="client suite all, conformance $v_stable (baseline $baseline)"
     echo "==> $title"
     if [[ $client_built -eq 0 ]]; then
         echo "FAIL cargo build -p mcpflow --features oauth-jwt --example conformance_client ($profile)"
@@ -146,7 +146,7 @@ run_client_suite() {
     fi
     out="$logs/client-$v_stable.out"
     dir="$logs/client-$v_stable"
-    timeout -k 10 900 "${conformance_stable[@]}" client --command "$client_cmd" --suite core \
+    timeout -k 10 900 "${conformance_stable[@]}" client --command "$client_cmd" --suite all \
         --expected-failures "$baseline" -o "$dir" >"$out" 2>&1
     rc=$?
     total="$(grep -a '^Total:' "$out" | tail -n 1)"

@@ -1,5 +1,5 @@
 // Interop peer client for the 2026-07-28 era on the TypeScript SDK v2 (@modelcontextprotocol/client 2.x).
-// usage: node modern.mjs [--mode auto|2026-07-28] [--progress TOOL] [--elicit TOOL] [--change TOOL]
+// usage: node modern.mjs [--mode auto|legacy|2026-07-28] [--progress TOOL] [--elicit TOOL] [--change TOOL]
 //                        (--url URL | -- CMD [ARGS...])
 // Same steps and JSON line as modern.py: connect (auto probes server/discover), a call with
 // progress, a call whose elicitation is answered by the registered handler (inside an
@@ -32,7 +32,7 @@ if (Boolean(opts.url) === (cmd.length > 0)) throw new Error("give either --url U
 const out = { client: `ts-sdk-${sdkVersion}`, mode: opts.mode, transport: opts.url ? "http" : "stdio" };
 const elicitations = [];
 let listChanged = 0;
-const mode = opts.mode === "auto" ? "auto" : { pin: opts.mode };
+const mode = ["auto", "legacy"].includes(opts.mode) ? opts.mode : { pin: opts.mode };
 const client = new Client(
   { name: "interop-ts2-modern", version: sdkVersion },
   { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } },

@@ -193,6 +193,20 @@ pub mod conformance {
             let client = registered.ok_or("the scenario context has no client_id")?;
             return Ok(OAuthConfig::client_credentials(client));
         }
+        if let (Some(endpoint), Some(id_token)) =
+            (field("idp_token_endpoint"), field("idp_id_token"))
+        {
+            // Enterprise-managed authorization (SEP-990): no browser step.
+            let client = registered.ok_or("the scenario context has no client_id")?;
+            let mut idp = mcpflow::auth::EnterpriseIdp::new(
+                endpoint.parse()?,
+                mcpflow::auth::Secret::new(id_token),
+            );
+            if let Some(id) = field("idp_client_id") {
+                idp = idp.client_id(id);
+            }
+            return Ok(OAuthConfig::enterprise(client, idp));
+        }
         let user = HeadlessRedirect::new("http://localhost:3000/callback".parse()?)?;
         let mut config = OAuthConfig::authorization_code(user)
             .client_name("mcpflow-conformance-client")

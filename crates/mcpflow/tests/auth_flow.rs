@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use common::bounded;
 use mcpflow::auth::{
-    ClientRegistration, HeadlessRedirect, LoopbackRedirect, OAuthConfig, UserAuthorization,
+    ClientRegistration, EnterpriseIdp, HeadlessRedirect, LoopbackRedirect, OAuthConfig, Secret,
+    UserAuthorization,
 };
 use mcpflow::client::Client;
 use mcpflow::http::client::HttpClientTransport;
@@ -339,6 +340,55 @@ async fn client_credentials_grant() {
         let (form, auth) = &seen.token[0];
         assert_eq!(form["grant_type"], "client_credentials");
         assert_eq!(form["scope"], "read");
+        assert_eq!(form["resource"], format!("{}/mcp", servers.base));
+        assert!(auth.as_deref().is_some_and(|a| a.starts_with("Basic ")));
+    });
+}
+
+#[tokio::test]
+async fn enterprise_managed_authorization_trades_the_id_token_for_a_jwt_bearer_grant() {
+    let servers = Servers::start(Setup {
+        auth_methods: vec!["client_secret_basic"],
+        challenge_scope: Some("read"),
+        ..Setup::default()
+    })
+    .await;
+    let idp = EnterpriseIdp::new(
+        format!("{}/idp/token", servers.base).parse().expect("URL"),
+        Secret::new(format!("id-token-{MARK}")),
+    )
+    .client_id("agent-at-idp");
+    let config = OAuthConfig::enterprise(ClientRegistration::confidential("agent", "x"), idp);
+    let client = connect(&servers, config).await.expect("connect");
+    list_and_call(&client).await.expect("calls");
+    servers.with(|seen| {
+        assert!(
+            seen.authorize.is_empty() && seen.register.is_empty(),
+            "no browser step, no registration"
+        );
+        let exchange = &seen.idp[0];
+        assert_eq!(
+            exchange["grant_type"],
+            "urn:ietf:params:oauth:grant-type:token-exchange"
+        );
+        assert_eq!(exchange["subject_token"], format!("id-token-{MARK}"));
+        assert_eq!(
+            exchange["subject_token_type"],
+            "urn:ietf:params:oauth:token-type:id_token"
+        );
+        assert_eq!(
+            exchange["requested_token_type"],
+            "urn:ietf:params:oauth:token-type:id-jag"
+        );
+        assert_eq!(exchange["audience"], servers.issuer());
+        assert_eq!(exchange["resource"], format!("{}/mcp", servers.base));
+        assert_eq!(exchange["client_id"], "agent-at-idp");
+        let (form, auth) = &seen.token[0];
+        assert_eq!(
+            form["grant_type"],
+            "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        );
+        assert_eq!(form["assertion"], format!("jag-{MARK}"));
         assert_eq!(form["resource"], format!("{}/mcp", servers.base));
         assert!(auth.as_deref().is_some_and(|a| a.starts_with("Basic ")));
     });

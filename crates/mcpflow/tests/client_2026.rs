@@ -64,8 +64,9 @@ async fn connect_modern(builder: ClientBuilder) -> (Client, RawPeer) {
     (client.unwrap(), peer)
 }
 
+/// A client that detects the era (the library's default is the handshake).
 fn builder() -> ClientBuilder {
-    Client::builder("t", "1")
+    Client::builder("t", "1").era(Era::Auto)
 }
 
 #[tokio::test]

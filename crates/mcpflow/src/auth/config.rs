@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::enterprise::EnterpriseIdp;
 use super::store::{ClientRegistration, MemoryTokenStore, TokenStore};
 use super::user::UserAuthorization;
 
@@ -11,6 +12,7 @@ use super::user::UserAuthorization;
 pub(crate) enum Grant {
     AuthorizationCode(Arc<dyn UserAuthorization>),
     ClientCredentials(ClientRegistration),
+    Enterprise(ClientRegistration, EnterpriseIdp),
 }
 
 /// OAuth configuration for an HTTP client transport.
@@ -74,6 +76,22 @@ impl OAuthConfig {
     #[must_use]
     pub fn client_credentials(client: ClientRegistration) -> Self {
         Self::with_grant(Grant::ClientCredentials(client))
+    }
+
+    /// Enterprise-managed authorization (SEP-990): the identity provider exchanges the
+    /// user's ID token for an identity assertion that `client` (registered at the MCP
+    /// server's authorization server) presents as a JWT bearer grant; no browser step.
+    ///
+    /// ```
+    /// use mcpflow::auth::{ClientRegistration, EnterpriseIdp, OAuthConfig, Secret};
+    ///
+    /// let idp = EnterpriseIdp::new("https://idp.example.com/token".parse().expect("a URL"), Secret::new("id-token"));
+    /// let config = OAuthConfig::enterprise(ClientRegistration::confidential("agent", "secret"), idp);
+    /// # drop(config);
+    /// ```
+    #[must_use]
+    pub fn enterprise(client: ClientRegistration, idp: EnterpriseIdp) -> Self {
+        Self::with_grant(Grant::Enterprise(client, idp))
     }
 
     /// The `client_name` for dynamic registration. Default: `mcpflow`.

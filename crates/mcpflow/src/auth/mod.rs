@@ -31,6 +31,7 @@ pub mod challenge;
 pub mod config;
 pub mod discover;
 pub mod discovery;
+mod enterprise;
 #[cfg(feature = "oauth-jwt")]
 mod jwt;
 pub mod metadata;
@@ -50,6 +51,7 @@ pub use discovery::{
     DiscoveryError, LegacyEndpoints, authorization_server_metadata_urls, canonical_resource,
     protected_resource_metadata_urls,
 };
+pub use enterprise::EnterpriseIdp;
 pub use metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
 pub use oauth::OAuthError;
 pub use pkce::{Pkce, PkceError, State};

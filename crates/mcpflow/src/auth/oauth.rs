@@ -256,6 +256,7 @@ impl OAuthClient {
             Grant::ClientCredentials(client) => {
                 self.client_credentials(client, &found, scope).await?
             }
+            Grant::Enterprise(client, idp) => self.enterprise(client, idp, &found, scope).await?,
         };
         self.save(Some(tokens))
     }
@@ -482,13 +483,56 @@ impl OAuthClient {
             .await?)
     }
 
+    /// Enterprise-managed authorization: an ID-JAG from the identity provider, then the
+    /// JWT bearer grant with it at the authorization server.
+    async fn enterprise(
+        &self,
+        client: &ClientRegistration,
+        idp: &super::EnterpriseIdp,
+        found: &Found,
+        scope: Option<String>,
+    ) -> Result<Tokens, OAuthError> {
+        let method = auth_method(client, &found.server)?;
+        check_method(&method)?;
+        let assertion = self
+            .endpoints()
+            .identity_assertion(
+                idp,
+                &found.issuer,
+                found.resource.as_deref(),
+                scope.as_deref(),
+            )
+            .await?;
+        let mut params = vec![
+            ("grant_type", super::enterprise::JWT_BEARER_GRANT),
+            ("assertion", assertion.expose()),
+        ];
+        if let Some(scope) = &scope {
+            params.push(("scope", scope));
+        }
+        if let Some(resource) = &found.resource {
+            params.push(("resource", resource));
+        }
+        Ok(self
+            .endpoints()
+            .token(
+                &found.token_endpoint,
+                &found.issuer,
+                client,
+                &method,
+                &params,
+                scope.as_deref(),
+            )
+            .await?)
+    }
+
     /// The refresh-token grant; keeps the old refresh token when no new one is issued.
     async fn refresh(&self, found: &Found, old: &Tokens) -> Result<(), OAuthError> {
         let Some(refresh_token) = &old.refresh_token else {
             return Ok(());
         };
         let client = match &self.config.grant {
-            Grant::ClientCredentials(client) => client.clone(),
+            Grant::ClientCredentials(client) | Grant::Enterprise(client, _) => client.clone(),
             Grant::AuthorizationCode(user) => {
                 self.registration(found, &user.redirect_uri(), old.scope.as_deref())
                     .await?

@@ -61,7 +61,7 @@ pub enum EndpointError {
 /// Why a 2xx answer was unusable (a type of its own so its message never quotes a value).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{0}")]
-pub struct MalformedReason(String);
+pub struct MalformedReason(pub(crate) String);
 
 /// `application/x-www-form-urlencoded` encoding of one value.
 pub(crate) fn form_encode(value: &str) -> String {
@@ -305,7 +305,7 @@ impl Endpoints<'_> {
     }
 
     /// Sends `request` within the timeout; the body of a 2xx answer, else the OAuth error.
-    async fn send(
+    pub(crate) async fn send(
         &self,
         endpoint: &'static str,
         request: reqwest::RequestBuilder,

@@ -64,6 +64,8 @@ pub struct Seen {
     pub refresh: HashMap<String, String>,
     pub bearer_methods: Vec<String>,
     pub counter: u32,
+    /// Token exchanges at the identity provider (`/idp/token`).
+    pub idp: Vec<HashMap<String, String>>,
 }
 
 pub struct Servers {
@@ -200,6 +202,15 @@ async fn handle(
         }
         seen.authorize.push(query);
         return reply(302, &[("location", to.to_string())], String::new());
+    }
+    if path == "/idp/token" {
+        seen.idp.push(pairs(&body));
+        let doc = json!({
+            "access_token": format!("jag-{MARK}"),
+            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "token_type": "N_A",
+        });
+        return reply(200, &[], doc.to_string());
     }
     if path == format!("{ip}/token") {
         let form = pairs(&body);
