@@ -49,6 +49,19 @@ async fn ask_user_name(cx: &ServerContext) -> Result<String, SessionError> {
     ask_name(cx, "user_name", "What is your name?").await
 }
 
+/// Ask the client's model for the capital of France; what it said, as the tool's result.
+async fn ask_capital(cx: &ServerContext) -> Result<CallToolResult, ToolError> {
+    let text = sample(
+        cx,
+        "capital_question",
+        "What is the capital of France?",
+        100,
+    )
+    .await
+    .map_err(input_error)?;
+    Ok(CallToolResult::text(format!("The model said: {text}")))
+}
+
 async fn sample(
     cx: &ServerContext,
     key: &str,
@@ -111,17 +124,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 "test_input_required_result_sampling",
                 "Asks the client's model a question",
             ),
-            |_args, cx| async move {
-                let text = sample(
-                    &cx,
-                    "capital_question",
-                    "What is the capital of France?",
-                    100,
-                )
-                .await
-                .map_err(input_error)?;
-                Ok(CallToolResult::text(format!("The model said: {text}")))
-            },
+            |_args, cx| async move { ask_capital(&cx).await },
         )
         .tool(
             no_args(
@@ -192,15 +195,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                     return Ok(CallToolResult::text(hello(&name)));
                 }
                 if caps.sampling.is_some() {
-                    let text = sample(
-                        &cx,
-                        "capital_question",
-                        "What is the capital of France?",
-                        100,
-                    )
-                    .await
-                    .map_err(input_error)?;
-                    return Ok(CallToolResult::text(format!("The model said: {text}")));
+                    return ask_capital(&cx).await;
                 }
                 Ok(CallToolResult::text("The client declared nothing to ask."))
             },
