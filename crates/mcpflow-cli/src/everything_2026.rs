@@ -45,6 +45,23 @@ async fn ask_name(cx: &ServerContext, key: &str, message: &str) -> Result<String
     })
 }
 
+async fn ask_user_name(cx: &ServerContext) -> Result<String, SessionError> {
+    ask_name(cx, "user_name", "What is your name?").await
+}
+
+/// Ask the client's model for the capital of France; what it said, as the tool's result.
+async fn ask_capital(cx: &ServerContext) -> Result<CallToolResult, ToolError> {
+    let text = sample(
+        cx,
+        "capital_question",
+        "What is the capital of France?",
+        100,
+    )
+    .await
+    .map_err(input_error)?;
+    Ok(CallToolResult::text(format!("The model said: {text}")))
+}
+
 async fn sample(
     cx: &ServerContext,
     key: &str,
@@ -63,70 +80,51 @@ fn no_args(name: &str, description: &str) -> Tool {
     Tool::new(name, description, Tool::empty_input_schema())
 }
 
+/// A tool's name, its description, and its reply to the name it was given.
+type Greeter = (&'static str, &'static str, fn(&str) -> String);
+
+/// The tools that ask the user's name in one round and greet: the scenarios differ in
+/// what they check of the round (its state, a tampered state, streaming), not in the tool.
+const GREETERS: [Greeter; 4] = [
+    (
+        "test_input_required_result_elicitation",
+        "Asks the user's name (one input round)",
+        hello,
+    ),
+    (
+        "test_input_required_result_request_state",
+        "Asks the user's name; answers state-ok once the round's state verified",
+        |name| format!("state-ok: hello, {name}"),
+    ),
+    (
+        "test_input_required_result_tampered_state",
+        "Asks the user's name; the round's state is signed",
+        hello,
+    ),
+    ("test_streaming_elicitation", "Asks the user's name", hello),
+];
+
+fn hello(name: &str) -> String {
+    format!("Hello, {name}!")
+}
+
 /// Register the 2026-07-28 scenario fixtures.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
+    let builder = GREETERS
+        .into_iter()
+        .fold(builder, |builder, (name, description, reply)| {
+            builder.tool(no_args(name, description), move |_args, cx| async move {
+                let name = ask_user_name(&cx).await.map_err(input_error)?;
+                Ok(CallToolResult::text(reply(&name)))
+            })
+        });
     builder
-        .tool(
-            no_args(
-                "test_input_required_result_elicitation",
-                "Asks the user's name (one input round)",
-            ),
-            |_args, cx| async move {
-                let name = ask_name(&cx, "user_name", "What is your name?")
-                    .await
-                    .map_err(input_error)?;
-                Ok(CallToolResult::text(format!("Hello, {name}!")))
-            },
-        )
-        .tool(
-            no_args(
-                "test_input_required_result_request_state",
-                "Asks the user's name; answers state-ok once the round's state verified",
-            ),
-            |_args, cx| async move {
-                let name = ask_name(&cx, "user_name", "What is your name?")
-                    .await
-                    .map_err(input_error)?;
-                Ok(CallToolResult::text(format!("state-ok: hello, {name}")))
-            },
-        )
-        .tool(
-            no_args(
-                "test_input_required_result_tampered_state",
-                "Asks the user's name; the round's state is signed",
-            ),
-            |_args, cx| async move {
-                let name = ask_name(&cx, "user_name", "What is your name?")
-                    .await
-                    .map_err(input_error)?;
-                Ok(CallToolResult::text(format!("Hello, {name}!")))
-            },
-        )
-        .tool(
-            no_args("test_streaming_elicitation", "Asks the user's name"),
-            |_args, cx| async move {
-                let name = ask_name(&cx, "user_name", "What is your name?")
-                    .await
-                    .map_err(input_error)?;
-                Ok(CallToolResult::text(format!("Hello, {name}!")))
-            },
-        )
         .tool(
             no_args(
                 "test_input_required_result_sampling",
                 "Asks the client's model a question",
             ),
-            |_args, cx| async move {
-                let text = sample(
-                    &cx,
-                    "capital_question",
-                    "What is the capital of France?",
-                    100,
-                )
-                .await
-                .map_err(input_error)?;
-                Ok(CallToolResult::text(format!("The model said: {text}")))
-            },
+            |_args, cx| async move { ask_capital(&cx).await },
         )
         .tool(
             no_args(
@@ -151,7 +149,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             |_args, cx| async move {
                 let roots_cx = cx.input_key("client_roots");
                 let (name, greeting, roots) = tokio::join!(
-                    ask_name(&cx, "user_name", "What is your name?"),
+                    ask_user_name(&cx),
                     sample(&cx, "greeting", "Generate a greeting", 50),
                     roots_cx.list_roots(),
                 );
@@ -193,21 +191,11 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             |_args, cx| async move {
                 let caps = cx.client_capabilities();
                 if caps.supports_form_elicitation() {
-                    let name = ask_name(&cx, "user_name", "What is your name?")
-                        .await
-                        .map_err(input_error)?;
-                    return Ok(CallToolResult::text(format!("Hello, {name}!")));
+                    let name = ask_user_name(&cx).await.map_err(input_error)?;
+                    return Ok(CallToolResult::text(hello(&name)));
                 }
                 if caps.sampling.is_some() {
-                    let text = sample(
-                        &cx,
-                        "capital_question",
-                        "What is the capital of France?",
-                        100,
-                    )
-                    .await
-                    .map_err(input_error)?;
-                    return Ok(CallToolResult::text(format!("The model said: {text}")));
+                    return ask_capital(&cx).await;
                 }
                 Ok(CallToolResult::text("The client declared nothing to ask."))
             },
@@ -273,12 +261,10 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 "Asks the user's name before rendering",
             ),
             |_args, cx| async move {
-                let name = ask_name(&cx, "user_name", "What is your name?")
-                    .await
-                    .map_err(|e| match e.rejection() {
-                        Some(error) => error.clone(),
-                        None => ErrorObject::internal(e),
-                    })?;
+                let name = ask_user_name(&cx).await.map_err(|e| match e.rejection() {
+                    Some(error) => error.clone(),
+                    None => ErrorObject::internal(e),
+                })?;
                 Ok(GetPromptResult::new(vec![PromptMessage::new(
                     mcpflow::protocol::Role::User,
                     ContentBlock::text(format!("Greet {name}.")),

@@ -6,19 +6,19 @@
 
 mod common;
 
-use common::{BIN, mcpflow};
+use common::{BIN, Run, mcpflow};
+
+/// `mcpflow call ARGS -- mcpflow serve everything`.
+fn call_everything(args: &[&str]) -> Run {
+    let mut all = vec!["call"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", BIN, "serve", "everything"]);
+    mcpflow(&all)
+}
 
 #[test]
 fn call_runs_a_required_task_tool_as_a_task_and_shows_its_status() {
-    let run = mcpflow(&[
-        "call",
-        "--json",
-        "test_task_required",
-        "--",
-        BIN,
-        "serve",
-        "everything",
-    ]);
+    let run = call_everything(&["--json", "test_task_required"]);
     assert_eq!(run.code, 0, "{}", run.describe());
     let out = run.json();
     let task = &out["task"];
@@ -44,27 +44,12 @@ fn call_runs_a_required_task_tool_as_a_task_and_shows_its_status() {
         run.describe()
     );
 
-    let shown = mcpflow(&[
-        "call",
-        "test_task_required",
-        "--",
-        BIN,
-        "serve",
-        "everything",
-    ]);
+    let shown = call_everything(&["test_task_required"]);
     assert_eq!(shown.code, 0, "{}", shown.describe());
     assert!(shown.stderr.contains(": working"), "{}", shown.describe());
     assert!(shown.stderr.contains(": completed"), "{}", shown.describe());
 
-    let direct = mcpflow(&[
-        "call",
-        "--json",
-        "test_task_optional",
-        "--",
-        BIN,
-        "serve",
-        "everything",
-    ]);
+    let direct = call_everything(&["--json", "test_task_optional"]);
     assert_eq!(direct.code, 0, "{}", direct.describe());
     let out = direct.json();
     assert_eq!(

@@ -121,6 +121,21 @@ async fn send(
         .expect("infallible")
 }
 
+/// POST `body` to `/mcp`, with a bearer token and a session when given.
+async fn post(
+    router: &Router,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: Value,
+) -> Response<Body> {
+    send(router, "POST", "/mcp", token, session, Some(body)).await
+}
+
+/// An `initialize` with `token` and no session: the answer, for its status.
+async fn initialize_as(router: &Router, token: &str) -> Response<Body> {
+    post(router, Some(token), None, initialize()).await
+}
+
 async fn json_body(response: Response<Body>) -> Value {
     let bytes = bounded(
         "response body",
@@ -144,15 +159,7 @@ fn call(id: u64, tool: &str) -> Value {
 
 /// Initialize with `token`; the session id.
 async fn open(router: &Router, token: &str) -> String {
-    let response = send(
-        router,
-        "POST",
-        "/mcp",
-        Some(token),
-        None,
-        Some(initialize()),
-    )
-    .await;
+    let response = initialize_as(router, token).await;
     assert_eq!(response.status(), StatusCode::OK, "initialize with {token}");
     let id = response
         .headers()
@@ -162,7 +169,7 @@ async fn open(router: &Router, token: &str) -> String {
         .expect("ascii")
         .to_owned();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let done = send(router, "POST", "/mcp", Some(token), Some(&id), Some(note)).await;
+    let done = post(router, Some(token), Some(&id), note).await;
     assert_eq!(done.status(), StatusCode::ACCEPTED);
     id
 }
@@ -187,6 +194,11 @@ async fn result_text(response: Response<Body>) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("a text result: {body}"))
         .to_owned()
+}
+
+/// The principal a `whoami` call answered with.
+async fn whoami_answer(response: Response<Body>) -> Value {
+    serde_json::from_str(&result_text(response).await).expect("whoami answers JSON")
 }
 
 #[tokio::test]
@@ -241,7 +253,7 @@ async fn metadata_is_served_at_the_root_and_the_path_suffixed_well_known_paths()
         StatusCode::NOT_FOUND,
         "no metadata without auth"
     );
-    let unprotected = send(&open, "POST", "/mcp", None, None, Some(initialize())).await;
+    let unprotected = post(&open, None, None, initialize()).await;
     assert_eq!(
         unprotected.status(),
         StatusCode::OK,
@@ -291,21 +303,13 @@ async fn without_required_scopes_the_challenge_names_the_supported_ones_but_offl
         "mcp:admin",
     ]);
     let router = router(auth);
-    let response = send(&router, "POST", "/mcp", None, None, Some(initialize())).await;
+    let response = post(&router, None, None, initialize()).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
         challenge(&response).scope.as_deref(),
         Some("mcp:read mcp:admin")
     );
-    let ok = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("no-scope"),
-        None,
-        Some(initialize()),
-    )
-    .await;
+    let ok = initialize_as(&router, "no-scope").await;
     assert_eq!(ok.status(), StatusCode::OK, "no scope is required");
 }
 
@@ -313,15 +317,7 @@ async fn without_required_scopes_the_challenge_names_the_supported_ones_but_offl
 async fn unknown_expired_and_foreign_audience_tokens_get_invalid_token() {
     let router = router(auth(tokens()));
     for token in ["nobody", "stale-token", "other-audience", "no-audience"] {
-        let response = send(
-            &router,
-            "POST",
-            "/mcp",
-            Some(token),
-            None,
-            Some(initialize()),
-        )
-        .await;
+        let response = initialize_as(&router, token).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{token}");
         let c = challenge(&response);
         assert_eq!(c.error.as_deref(), Some("invalid_token"), "{token}");
@@ -337,39 +333,15 @@ async fn unknown_expired_and_foreign_audience_tokens_get_invalid_token() {
 #[tokio::test]
 async fn scopes_are_required_per_tool_and_per_method_with_a_step_up_challenge() {
     let router = router(auth(tokens()));
-    let no_scope = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("no-scope"),
-        None,
-        Some(initialize()),
-    )
-    .await;
+    let no_scope = initialize_as(&router, "no-scope").await;
     assert_eq!(no_scope.status(), StatusCode::FORBIDDEN);
     assert_eq!(challenge(&no_scope).scope.as_deref(), Some("mcp:read"));
 
     let session = open(&router, "alice").await;
-    let allowed = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("alice"),
-        Some(&session),
-        Some(call(2, "whoami")),
-    )
-    .await;
+    let allowed = post(&router, Some("alice"), Some(&session), call(2, "whoami")).await;
     assert!(result_text(allowed).await.contains("alice"));
 
-    let refused = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("alice"),
-        Some(&session),
-        Some(call(3, "admin")),
-    )
-    .await;
+    let refused = post(&router, Some("alice"), Some(&session), call(3, "admin")).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     let c = challenge(&refused);
     assert!(c.is_insufficient_scope());
@@ -384,27 +356,17 @@ async fn scopes_are_required_per_tool_and_per_method_with_a_step_up_challenge() 
     );
 
     // The stepped-up token of the same subject works in the same session.
-    let stepped = send(
+    let stepped = post(
         &router,
-        "POST",
-        "/mcp",
         Some("alice-admin"),
         Some(&session),
-        Some(call(4, "admin")),
+        call(4, "admin"),
     )
     .await;
     assert_eq!(result_text(stepped).await, "done");
 
     let list = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/list"});
-    let method = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("alice-admin"),
-        Some(&session),
-        Some(list),
-    )
-    .await;
+    let method = post(&router, Some("alice-admin"), Some(&session), list).await;
     assert_eq!(method.status(), StatusCode::FORBIDDEN);
     assert_eq!(
         challenge(&method).scope.as_deref(),
@@ -417,21 +379,13 @@ async fn scopes_are_required_per_tool_and_per_method_with_a_step_up_challenge() 
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-03-26", "capabilities": {},
             "clientInfo": {"name": "t", "version": "0"}}});
-        let r = send(&router, "POST", "/mcp", Some("alice"), None, Some(init)).await;
+        let r = post(&router, Some("alice"), None, init).await;
         r.headers()["mcp-session-id"]
             .to_str()
             .expect("ascii")
             .to_owned()
     };
-    let refused = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("alice"),
-        Some(&session_2025),
-        Some(batch),
-    )
-    .await;
+    let refused = post(&router, Some("alice"), Some(&session_2025), batch).await;
     assert_eq!(
         refused.status(),
         StatusCode::FORBIDDEN,
@@ -443,16 +397,8 @@ async fn scopes_are_required_per_tool_and_per_method_with_a_step_up_challenge() 
 async fn the_handler_sees_the_verified_principal() {
     let router = router(auth(tokens()));
     let session = open(&router, "alice").await;
-    let response = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("alice"),
-        Some(&session),
-        Some(call(2, "whoami")),
-    )
-    .await;
-    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    let response = post(&router, Some("alice"), Some(&session), call(2, "whoami")).await;
+    let who = whoami_answer(response).await;
     assert_eq!(who["subject"], "alice");
     assert_eq!(who["scopes"], json!(["mcp:read"]));
     assert_eq!(who["client_id"], "test-client");
@@ -462,16 +408,8 @@ async fn the_handler_sees_the_verified_principal() {
         .stateless(true)
         .auth(auth(tokens()))
         .router();
-    let response = send(
-        &stateless,
-        "POST",
-        "/mcp",
-        Some("bob"),
-        None,
-        Some(call(9, "whoami")),
-    )
-    .await;
-    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    let response = post(&stateless, Some("bob"), None, call(9, "whoami")).await;
+    let who = whoami_answer(response).await;
     assert_eq!(
         who["subject"], "bob",
         "stateless sessions see the principal too"
@@ -481,15 +419,7 @@ async fn the_handler_sees_the_verified_principal() {
         .json_response(true)
         .stateless(true)
         .router();
-    let response = send(
-        &open_server,
-        "POST",
-        "/mcp",
-        None,
-        None,
-        Some(call(9, "whoami")),
-    )
-    .await;
+    let response = post(&open_server, None, None, call(9, "whoami")).await;
     assert_eq!(
         result_text(response).await,
         "null",
@@ -513,16 +443,8 @@ async fn a_session_is_bound_to_the_principal_that_created_it() {
             "bob {method} on alice's session"
         );
     }
-    let response = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some("alice"),
-        Some(&session),
-        Some(call(3, "whoami")),
-    )
-    .await;
-    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    let response = post(&router, Some("alice"), Some(&session), call(3, "whoami")).await;
+    let who = whoami_answer(response).await;
     assert_eq!(
         who["subject"], "alice",
         "bob's attempt did not change the session's principal"
@@ -548,31 +470,15 @@ async fn introspection_accepts_only_active_tokens_issued_for_this_resource() {
     let router = router(auth(verifier));
     let good = authz.issue("mcp:read", Some(RESOURCE));
     let session = open(&router, &good).await;
-    let response = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some(&good),
-        Some(&session),
-        Some(call(2, "whoami")),
-    )
-    .await;
-    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    let response = post(&router, Some(&good), Some(&session), call(2, "whoami")).await;
+    let who = whoami_answer(response).await;
     assert_eq!(who["subject"], oauth_as::SUBJECT);
     assert_eq!(who["issuer"], authz.issuer.as_str());
 
     let foreign = authz.issue("mcp:read", Some("http://localhost/other-mcp"));
     let unbound = authz.issue("mcp:read", None);
     for token in [foreign.as_str(), unbound.as_str(), "never-issued"] {
-        let response = send(
-            &router,
-            "POST",
-            "/mcp",
-            Some(token),
-            None,
-            Some(initialize()),
-        )
-        .await;
+        let response = initialize_as(&router, token).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{token}");
         assert_eq!(challenge(&response).error.as_deref(), Some("invalid_token"));
     }
@@ -581,15 +487,7 @@ async fn introspection_accepts_only_active_tokens_issued_for_this_resource() {
     let wrong_issuer =
         IntrospectionVerifier::new(authz.url("/introspect")).issuer("http://elsewhere");
     let router2 = self::router(auth(wrong_issuer));
-    let response = send(
-        &router2,
-        "POST",
-        "/mcp",
-        Some(&good),
-        None,
-        Some(initialize()),
-    )
-    .await;
+    let response = initialize_as(&router2, &good).await;
     assert_eq!(
         response.status(),
         StatusCode::UNAUTHORIZED,
@@ -597,15 +495,7 @@ async fn introspection_accepts_only_active_tokens_issued_for_this_resource() {
     );
 
     drop(authz);
-    let response = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some(&good),
-        None,
-        Some(initialize()),
-    )
-    .await;
+    let response = initialize_as(&router, &good).await;
     assert_eq!(
         response.status(),
         StatusCode::SERVICE_UNAVAILABLE,

@@ -18,6 +18,25 @@ use crate::error::SessionError;
 use crate::session::{Peer, RequestOptions};
 
 /// Which protocol era a client speaks ([`ClientBuilder::era`](super::ClientBuilder::era)).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcpflow::client::{Client, Era};
+/// use mcpflow::server::Server;
+/// use mcpflow::transport::MemoryTransport;
+///
+/// let (client_side, server_side) = MemoryTransport::pair(0);
+/// let _running = Server::builder("demo", "1.0.0").build().serve(server_side);
+/// let client = Client::builder("my-agent", "0.1.0")
+///     .era(Era::Auto)
+///     .connect(client_side)
+///     .await?;
+/// // The server answered `server/discover`, so the client speaks 2026-07-28.
+/// assert!(client.is_modern());
+/// client.close().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Era {

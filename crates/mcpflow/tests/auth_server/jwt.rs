@@ -56,16 +56,8 @@ async fn jwt_tokens_are_checked_for_signature_expiry_issuer_and_audience() {
     let router = router(auth(verifier));
     let good = sign(0, "k1", &claims(&authz.issuer, RESOURCE, now() + 600));
     let session = open(&router, &good).await;
-    let response = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some(&good),
-        Some(&session),
-        Some(call(2, "whoami")),
-    )
-    .await;
-    let who: Value = serde_json::from_str(&result_text(response).await).expect("JSON");
+    let response = post(&router, Some(&good), Some(&session), call(2, "whoami")).await;
+    let who = whoami_answer(response).await;
     assert_eq!(who["subject"], "jwt-user");
     assert_eq!(who["client_id"], "jwt-client");
     assert_eq!(who["scopes"], json!(["mcp:admin", "mcp:read"]));
@@ -94,15 +86,7 @@ async fn jwt_tokens_are_checked_for_signature_expiry_issuer_and_audience() {
         ("not a JWT", "a.b.c".to_owned()),
     ];
     for (what, token) in refused {
-        let response = send(
-            &router,
-            "POST",
-            "/mcp",
-            Some(&token),
-            None,
-            Some(initialize()),
-        )
-        .await;
+        let response = initialize_as(&router, &token).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{what}");
         assert_eq!(
             challenge(&response).error.as_deref(),
@@ -132,15 +116,7 @@ async fn a_rotated_key_set_is_fetched_again_for_an_unknown_key_id() {
         2,
         "an unknown kid fetched the set again"
     );
-    let response = send(
-        &router,
-        "POST",
-        "/mcp",
-        Some(&old),
-        None,
-        Some(initialize()),
-    )
-    .await;
+    let response = initialize_as(&router, &old).await;
     assert_eq!(
         response.status(),
         StatusCode::UNAUTHORIZED,
@@ -166,15 +142,7 @@ async fn unknown_key_ids_do_not_refetch_more_than_once_per_interval() {
             &format!("forged-{n}"),
             &claims(&authz.issuer, RESOURCE, now() + 600),
         );
-        let response = send(
-            &router,
-            "POST",
-            "/mcp",
-            Some(&forged),
-            None,
-            Some(initialize()),
-        )
-        .await;
+        let response = initialize_as(&router, &forged).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     }
     assert_eq!(

@@ -59,6 +59,7 @@
 
 mod authorize;
 mod connection;
+mod expiry;
 mod legacy;
 mod outgoing;
 mod post;

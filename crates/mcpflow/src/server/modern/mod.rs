@@ -36,7 +36,17 @@ use crate::session::{BoxFuture, Reply, RequestContext};
 /// The versions served statelessly, newest first.
 pub(crate) const MODERN_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
-/// Cache hints put on discover, the four lists and reads unless the server says otherwise.
+/// Cache hints put on discover, the four lists and reads unless the server says otherwise
+/// ([`ServerBuilder::cache_hints`](crate::server::ServerBuilder::cache_hints)).
+///
+/// ```
+/// use mcpflow::server::{CacheHints, Server};
+///
+/// // A catalog that changes rarely and is the same for everyone.
+/// let hints = CacheHints { ttl_ms: 5 * 60_000, private: false };
+/// let server = Server::builder("catalog", "1.0.0").cache_hints(hints).build();
+/// # drop(server);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheHints {
     /// `ttlMs`: how long a client may reuse the result.

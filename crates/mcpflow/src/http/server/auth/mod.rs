@@ -63,6 +63,27 @@ use crate::server::Principal;
 
 /// How the HTTP server authorizes requests: its protected-resource metadata, the token
 /// verifier, and the scopes each request needs. See the [module documentation](self).
+///
+/// ```
+/// use mcpflow::http::server::HttpServer;
+/// use mcpflow::http::server::auth::{IntrospectionVerifier, ResourceAuth};
+/// use mcpflow::server::Server;
+///
+/// // Tokens checked by the authorization server's introspection endpoint (RFC 7662).
+/// let verifier = IntrospectionVerifier::new("https://auth.example.com/introspect".parse()?)
+///     .client_credentials("mcp-server", "introspection-secret")
+///     .issuer("https://auth.example.com");
+/// let auth = ResourceAuth::new("https://mcp.example.com/mcp", "https://auth.example.com", verifier)
+///     .required_scopes(["mcp:read"])
+///     .method_scopes("resources/read", ["mcp:files"]);
+/// assert_eq!(
+///     auth.metadata_url(),
+///     "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+/// );
+/// let http = HttpServer::new(Server::builder("files", "1.0.0").build()).auth(auth);
+/// # drop(http);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct ResourceAuth {
     metadata: ProtectedResourceMetadata,
