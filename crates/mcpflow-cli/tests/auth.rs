@@ -260,3 +260,87 @@ fn a_given_token_turns_oauth_off() {
     assert!(!Path::new(&format!("{marker}.started")).exists());
     assert_eq!(servers.with(|s| s.authorize), 0);
 }
+
+/// An `mcpServers` file in `home` whose one server, `remote`, is at `url`.
+fn servers_file(home: &Home, url: &str) -> String {
+    let path = home.dir.join("servers.json");
+    let text = serde_json::json!({"mcpServers": {"remote": {"url": url}}}).to_string();
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn host_and_call_by_catalog_name_share_the_flow_and_cache_of_url() {
+    let servers = Servers::start();
+    let home = Home::new("host");
+    let url = servers.mcp();
+    let file = servers_file(&home, &url);
+
+    let host = home.run(
+        &["host", "--config", &file, "--json"],
+        &home.visiting_browser(),
+    );
+    assert_eq!(host.code, 0, "{}", host.describe());
+    let out = host.json();
+    assert_eq!(out["servers"]["remote"]["state"], "ready", "{out}");
+    assert_eq!(out["tools"][0]["name"], "remote__guarded_tool", "{out}");
+    assert_eq!(servers.with(|s| s.authorize), 1);
+    assert_eq!(
+        cached_files(&home.cache()).len(),
+        1,
+        "the tokens are cached"
+    );
+
+    // The cache serves `call` through the host and `--url` alike: no browser again.
+    let no_browser = home.browser("fail.sh", "touch \"$0.started\"");
+    let call = home.run(
+        &["call", "--config", &file, "remote__guarded_tool", "--json"],
+        &no_browser,
+    );
+    assert_eq!(call.code, 0, "{}", call.describe());
+    assert_eq!(
+        call.json()["result"]["content"][0]["text"],
+        "guarded result"
+    );
+    let ping = home.run(&["ping", "--url", &url], &no_browser);
+    assert_eq!(ping.code, 0, "{}", ping.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1, "no new authorization");
+    assert!(!Path::new(&format!("{no_browser}.started")).exists());
+}
+
+#[test]
+fn a_host_with_no_one_to_sign_in_names_auth_login_in_the_health() {
+    let servers = Servers::start();
+    let home = Home::new("unattended");
+    let url = servers.mcp();
+    let file = servers_file(&home, &url);
+    let advice = format!("needs authorization: run `mcpflow auth login {url}`");
+
+    // No terminal (stderr is a pipe) and no `$BROWSER`: no one to sign in.
+    let run = home.run(&["host", "--config", &file, "--json"], "");
+    assert_eq!(run.code, 3, "{}", run.describe());
+    let detail = run.json()["servers"]["remote"]["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(detail.contains(&advice), "{detail}");
+    let run = home.run(&["host", "--config", &file], "");
+    assert_eq!(run.code, 3, "{}", run.describe());
+    assert!(run.stderr.contains(&advice), "{}", run.describe());
+    assert_eq!(servers.with(|s| s.authorize), 0, "no authorization started");
+    assert!(
+        cached_files(&home.cache()).is_empty(),
+        "nothing cached, not even the registration"
+    );
+
+    // Signed in once, the host runs unattended on the cached tokens.
+    let login = home.run(
+        &["auth", "login", &url, "--auth-timeout", "15"],
+        &home.visiting_browser(),
+    );
+    assert_eq!(login.code, 0, "{}", login.describe());
+    let run = home.run(&["host", "--config", &file], "");
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(run.stdout.contains("remote: ready"), "{}", run.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1);
+}
