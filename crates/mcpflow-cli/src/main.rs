@@ -26,6 +26,7 @@ mod live;
 mod noise;
 mod render;
 mod serve;
+mod serve_auth;
 mod signals;
 mod task;
 mod verbs;
@@ -282,7 +283,7 @@ async fn run(command: Command) -> u8 {
         } => {
             if http.is_none() && options.is_set() {
                 eprintln!(
-                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless) apply only with --http"
+                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --auth-*) apply only with --http"
                 );
                 return EXIT_USAGE;
             }

@@ -1,17 +1,20 @@
 //! OAuth in the `mcpflow` command: the browser step against a local authorization
 //! server, the token cache across runs, refresh, `auth login|logout|list`, the
-//! `--auth-timeout` bound, and tokens never shown (even at `RUST_LOG=trace`).
+//! `--auth-timeout` bound, `host` and `call --config` on the same cache, `serve --http`
+//! as a protected resource, and tokens never shown (even at `RUST_LOG=trace`).
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
+#[path = "../../mcpflow/tests/common/oauth_as.rs"]
+mod oauth_as;
 #[path = "auth/server.rs"]
 mod server;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Run, mcpflow_with};
+use common::{HttpServe, Run, mcpflow_with};
 use server::{MARK, Servers};
 
 /// A fresh cache directory and browser scripts for one test.
@@ -343,4 +346,93 @@ fn a_host_with_no_one_to_sign_in_names_auth_login_in_the_health() {
     assert_eq!(run.code, 0, "{}", run.describe());
     assert!(run.stdout.contains("remote: ready"), "{}", run.describe());
     assert_eq!(servers.with(|s| s.authorize), 1);
+}
+
+#[test]
+fn serve_http_protected_by_introspection_admits_only_tokens_for_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let issuer = runtime.block_on(oauth_as::AuthServer::start());
+    let introspect = issuer.url("/introspect").to_string();
+    let secret = "introspection-secret";
+    let serve = HttpServe::start_with(
+        &[
+            "--auth-issuer",
+            &issuer.issuer,
+            "--auth-introspect",
+            &introspect,
+            "--auth-scope",
+            "mcp:read",
+            "--auth-client-id",
+            "mcp-server",
+            "--auth-client-secret-env",
+            "INTROSPECTION_SECRET",
+        ],
+        &[("INTROSPECTION_SECRET", secret), ("RUST_LOG", "trace")],
+    );
+    let url = serve.url.clone();
+    let mut shown = Vec::new();
+    let mut ping = |token: &str| {
+        let run = mcpflow_with(
+            &["ping", "--url", &url, "--bearer-env", "TOKEN", "--json"],
+            None,
+            &[("TOKEN", token), ("RUST_LOG", "trace")],
+        );
+        shown.push(format!("{}{}", run.stdout, run.stderr));
+        run
+    };
+
+    let good = issuer.issue("mcp:read", Some(&url));
+    let run = ping(&good);
+    assert_eq!(run.code, 0, "a token for it: {}", run.describe());
+    let other = issuer.issue("mcp:read", Some("http://127.0.0.1:9/mcp"));
+    let run = ping(&other);
+    assert_eq!(
+        run.code,
+        3,
+        "a token for another resource: {}",
+        run.describe()
+    );
+    assert!(run.stderr.contains("401"), "{}", run.describe());
+    let narrow = issuer.issue("mcp:other", Some(&url));
+    let run = ping(&narrow);
+    assert_eq!(run.code, 3, "a token without the scope: {}", run.describe());
+    assert!(run.stderr.contains("403"), "{}", run.describe());
+
+    // A client running the whole flow: the served metadata, the browser step, then
+    // introspection of the token issued for this server.
+    let home = Home::new("serve");
+    let flow = home.run(
+        &["ping", "--url", &url, "--auth-timeout", "15"],
+        &home.visiting_browser(),
+    );
+    assert_eq!(flow.code, 0, "{}", flow.describe());
+    assert_eq!(issuer.authorizations(), 1);
+    assert_eq!(issuer.token_resources().last(), Some(&Some(url.clone())));
+    assert!(issuer.introspections() >= 4);
+    shown.push(format!("{}{}", flow.stdout, flow.stderr));
+    let files = cached_files(&home.cache());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let flowed = cache["tokens"][&url]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // No token and no secret shows, in the clients' output or the server's trace log.
+    let log = serve.stderr.lock().unwrap().clone();
+    assert!(log.contains("TRACE"), "the server logs at trace level");
+    for hidden in [good.as_str(), &other, &narrow, &flowed, secret] {
+        assert!(
+            !log.contains(hidden),
+            "`{hidden}` in the server's log:\n{log}"
+        );
+        for text in &shown {
+            assert!(!text.contains(hidden), "`{hidden}` shown:\n{text}");
+        }
+    }
 }
