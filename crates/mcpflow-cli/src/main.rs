@@ -160,11 +160,12 @@ enum Command {
     },
     /// Connect to every server of an `mcpServers` file at once and print the merged
     /// catalog (names `server__tool`) with each server's health; exit 0 when every
-    /// server is ready, 3 otherwise. `--watch` follows changes until Ctrl-C.
+    /// server is ready, 3 otherwise. `--watch` follows changes until Ctrl-C. HTTP servers
+    /// that answer 401 get the OAuth flow and token cache of `--url` (see `mcpflow auth`).
     #[command(after_help = EXIT_CODES_HELP)]
     Host(host::HostArgs),
-    /// OAuth tokens cached for servers reached by `--url`: `login URL` authorizes,
-    /// `logout URL` forgets, `list` shows which servers have tokens.
+    /// OAuth tokens cached for HTTP servers (`--url`, `--config`, `host`): `login URL`
+    /// authorizes, `logout URL` forgets, `list` shows which servers have tokens.
     #[command(after_help = EXIT_CODES_HELP)]
     Auth {
         #[command(subcommand)]

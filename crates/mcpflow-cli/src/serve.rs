@@ -1,5 +1,6 @@
 //! `mcpflow serve`: the built-in servers over stdio, or over streamable HTTP with
-//! `--http` and the HTTP server's limits and access rules.
+//! `--http` and the HTTP server's limits, access rules and OAuth protection
+//! (`serve_auth`).
 
 use std::time::Duration;
 
@@ -145,7 +146,7 @@ pub async fn serve_http(server: mcpflow::server::Server, addr: &str, options: &H
         };
         let auth = protection.resource_auth(&served);
         eprintln!(
-            "mcpflow: tokens from {} for {} with scope `{}` required",
+            "mcpflow: requests need a token from {} for {} with scope `{}`",
             auth.metadata().authorization_servers.join(", "),
             auth.metadata().resource,
             auth.metadata()
