@@ -20,6 +20,8 @@ use crate::args::{ServerArgs, parse_secs};
 use crate::failure::Failure;
 use crate::signals::Interrupt;
 
+pub mod hosted;
+
 /// The user's default bound on the browser step.
 const AUTH_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -189,8 +191,15 @@ pub async fn config(args: &AuthArgs, url: &str) -> Result<Option<OAuthConfig>, F
     if Url::parse(url).is_err() {
         return Ok(None);
     }
+    let user = loopback(args).await?;
+    let config = OAuthConfig::authorization_code(user).store(store_for(url)?);
+    configured(args, config).map(Some)
+}
+
+/// The browser step: a loopback listener, the URL shown (and opened unless told not to).
+async fn loopback(args: &AuthArgs) -> Result<LoopbackRedirect, Failure> {
     let no_browser = args.no_browser;
-    let user = LoopbackRedirect::bind(args.callback_port.unwrap_or(0), args.timeout(), {
+    LoopbackRedirect::bind(args.callback_port.unwrap_or(0), args.timeout(), {
         move |url| {
             show(url, no_browser);
             Ok(())
@@ -200,11 +209,12 @@ pub async fn config(args: &AuthArgs, url: &str) -> Result<Option<OAuthConfig>, F
     .map_err(|e| match args.callback_port {
         Some(port) => Failure::usage(format!("--callback-port {port}: {e}")),
         None => Failure::connection(e.to_string()),
-    })?;
-    let mut config = OAuthConfig::authorization_code(user)
-        .client_name("mcpflow")
-        .store(store_for(url)?)
-        .timeout(args.timeout());
+    })
+}
+
+/// `config` with what the flags say: the client registration, scope and bound.
+fn configured(args: &AuthArgs, mut config: OAuthConfig) -> Result<OAuthConfig, Failure> {
+    config = config.client_name("mcpflow").timeout(args.timeout());
     if let Some(id) = &args.client_id {
         let client = match &args.client_secret_env {
             Some(var) => {
@@ -225,7 +235,7 @@ pub async fn config(args: &AuthArgs, url: &str) -> Result<Option<OAuthConfig>, F
     if let Some(scope) = &args.scope {
         config = config.scope(scope);
     }
-    Ok(Some(config))
+    Ok(config)
 }
 
 /// Shows the authorization URL on stderr (it works over ssh) and, unless told not to,

@@ -373,7 +373,7 @@ fn refused(error: &mcpflow::client::ConnectError) -> bool {
 }
 
 /// Whether the server's headers carry the token already (OAuth is then off).
-fn has_authorization(server: &RemoteServer) -> bool {
+pub fn has_authorization(server: &RemoteServer) -> bool {
     server
         .headers
         .keys()

@@ -12,7 +12,10 @@ use mcpflow::host::{
 };
 use serde_json::{Value, json};
 
+use mcpflow::SessionConfig;
+
 use crate::args::ServerArgs;
+use crate::auth::AuthArgs;
 use crate::call::CallRequest;
 use crate::failure::{
     EXIT_CONNECTION, EXIT_INTERRUPTED, EXIT_RPC_ERROR, EXIT_TOOL_ERROR, Failure, one_line,
@@ -40,22 +43,34 @@ pub struct HostArgs {
     pub json: bool,
 }
 
-/// Start a host over every enabled server of `path`, each with `timeout` to connect.
-fn start(path: &Path, timeout: f64) -> Result<ToolHost, Failure> {
+/// Start a host over every enabled server of `path`, each with `timeout` to connect;
+/// HTTP servers that answer 401 run the OAuth flow of `--url` with `auth`.
+async fn start(path: &Path, timeout: f64, auth: &AuthArgs) -> Result<ToolHost, Failure> {
     let config = ServersConfig::from_file(path)
         .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
-    let reconnect = ReconnectPolicy::default().connect_timeout(Duration::from_secs_f64(timeout));
-    let builder = ToolHost::builder()
-        .client_info("mcpflow-host", env!("CARGO_PKG_VERSION"))
+    let mut oauth = crate::auth::hosted::for_servers(&config, auth).await?;
+    let mut wait = Duration::from_secs_f64(timeout);
+    let mut builder = ToolHost::builder().client_info("mcpflow-host", env!("CARGO_PKG_VERSION"));
+    if oauth.interactive && !oauth.configs.is_empty() {
+        // The handshake may wait for the user in the browser as well.
+        wait += auth.timeout();
+        builder = builder.session_config(SessionConfig::builder().request_timeout(wait).build());
+    }
+    let reconnect = ReconnectPolicy::default().connect_timeout(wait);
+    let builder = builder
         .reconnect(reconnect)
-        .servers_config(&config, |name| std::env::var(name).ok())
+        .servers_config_with_oauth(
+            &config,
+            |name| std::env::var(name).ok(),
+            |name, _| oauth.configs.remove(name),
+        )
         .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
     Ok(builder.start())
 }
 
 /// `mcpflow host`: exit 0 when every server is ready, 3 otherwise (each failure named).
 pub async fn run(args: &HostArgs, interrupt: &Interrupt) -> u8 {
-    let host = match start(&args.config, args.timeout) {
+    let host = match start(&args.config, args.timeout, &AuthArgs::default()).await {
         Ok(host) => host,
         Err(failure) => return failure.report(args.json),
     };
@@ -110,8 +125,10 @@ pub async fn run(args: &HostArgs, interrupt: &Interrupt) -> u8 {
     EXIT_INTERRUPTED
 }
 
-/// A server's health as one short phrase.
+/// A server's health as one short phrase; a cause that is a missing sign-in says only
+/// how to sign in (the layers it crossed would push that past what is shown).
 fn health_text(health: &Health) -> String {
+    let one_line = |cause: &str| one_line(crate::auth::hosted::needs_login(cause).unwrap_or(cause));
     match health {
         Health::Connecting => "connecting".to_owned(),
         Health::Ready => "ready".to_owned(),
@@ -282,7 +299,7 @@ async fn call_through_host(
     };
     let input = read_args(&request.args)?;
     let mut saver = Saver::new(request.out.clone())?;
-    let host = start(path, server.timeout)?;
+    let host = start(path, server.timeout, &server.auth).await?;
     let outcome = tokio::select! {
         outcome = call_tool(&host, &request.tool, input, server) => Some(outcome),
         () = interrupt.pressed() => None,

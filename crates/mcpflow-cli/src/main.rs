@@ -26,6 +26,7 @@ mod live;
 mod noise;
 mod render;
 mod serve;
+mod serve_auth;
 mod signals;
 mod task;
 mod verbs;
@@ -159,11 +160,12 @@ enum Command {
     },
     /// Connect to every server of an `mcpServers` file at once and print the merged
     /// catalog (names `server__tool`) with each server's health; exit 0 when every
-    /// server is ready, 3 otherwise. `--watch` follows changes until Ctrl-C.
+    /// server is ready, 3 otherwise. `--watch` follows changes until Ctrl-C. HTTP servers
+    /// that answer 401 get the OAuth flow and token cache of `--url` (see `mcpflow auth`).
     #[command(after_help = EXIT_CODES_HELP)]
     Host(host::HostArgs),
-    /// OAuth tokens cached for servers reached by `--url`: `login URL` authorizes,
-    /// `logout URL` forgets, `list` shows which servers have tokens.
+    /// OAuth tokens cached for HTTP servers (`--url`, `--config`, `host`): `login URL`
+    /// authorizes, `logout URL` forgets, `list` shows which servers have tokens.
     #[command(after_help = EXIT_CODES_HELP)]
     Auth {
         #[command(subcommand)]
@@ -282,7 +284,7 @@ async fn run(command: Command) -> u8 {
         } => {
             if http.is_none() && options.is_set() {
                 eprintln!(
-                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless) apply only with --http"
+                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --auth-*) apply only with --http"
                 );
                 return EXIT_USAGE;
             }

@@ -1,12 +1,13 @@
 //! `mcpflow serve`: the built-in servers over stdio, or over streamable HTTP with
-//! `--http` and the HTTP server's limits and access rules.
+//! `--http` and the HTTP server's limits, access rules and OAuth protection
+//! (`serve_auth`).
 
 use std::time::Duration;
 
 use mcpflow::http::server::HttpServer;
 
 use crate::args::{parse_bytes, parse_secs};
-use crate::failure::EXIT_CONNECTION;
+use crate::failure::{EXIT_CONNECTION, EXIT_USAGE};
 
 /// The options of `serve --http` (the defaults are `HttpServer`'s, see
 /// `docs/deployment.md`).
@@ -46,6 +47,8 @@ pub struct HttpOptions {
     /// `DELETE`).
     #[arg(long, global = true)]
     stateless: bool,
+    #[command(flatten)]
+    auth: crate::serve_auth::ResourceAuthArgs,
 }
 
 impl HttpOptions {
@@ -61,6 +64,7 @@ impl HttpOptions {
             || !self.allow_hosts.is_empty()
             || !self.allow_origins.is_empty()
             || self.stateless
+            || self.auth.is_set()
     }
 
     fn apply(&self, mut server: HttpServer) -> HttpServer {
@@ -116,7 +120,44 @@ pub async fn serve_http(server: mcpflow::server::Server, addr: &str, options: &H
         Ok(n) => tracing::debug!(open_files = n, "raised the open-file limit"),
         Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
     }
-    match options.apply(HttpServer::new(server)).bind(addr).await {
+    let protection = match options.auth.check() {
+        Ok(protection) => protection,
+        Err(e) => {
+            eprintln!("mcpflow: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    // Bound first: the URL served is the audience tokens must name.
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("mcpflow: could not listen on {addr}: {e}");
+            return EXIT_CONNECTION;
+        }
+    };
+    let mut http = options.apply(HttpServer::new(server));
+    if let Some(protection) = protection {
+        let served = match listener.local_addr() {
+            Ok(local) => format!("http://{local}/mcp"),
+            Err(e) => {
+                eprintln!("mcpflow: could not listen on {addr}: {e}");
+                return EXIT_CONNECTION;
+            }
+        };
+        let auth = protection.resource_auth(&served);
+        eprintln!(
+            "mcpflow: requests need a token from {} for {} with scope `{}`",
+            auth.metadata().authorization_servers.join(", "),
+            auth.metadata().resource,
+            auth.metadata()
+                .scopes_supported
+                .as_deref()
+                .unwrap_or_default()
+                .join(" ")
+        );
+        http = http.auth(auth);
+    }
+    match http.serve_listener(listener) {
         Ok(running) => {
             eprintln!("mcpflow: serving MCP at {}", running.url());
             running.wait().await;

@@ -1,17 +1,20 @@
 //! OAuth in the `mcpflow` command: the browser step against a local authorization
 //! server, the token cache across runs, refresh, `auth login|logout|list`, the
-//! `--auth-timeout` bound, and tokens never shown (even at `RUST_LOG=trace`).
+//! `--auth-timeout` bound, `host` and `call --config` on the same cache, `serve --http`
+//! as a protected resource, and tokens never shown (even at `RUST_LOG=trace`).
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
+#[path = "../../mcpflow/tests/common/oauth_as.rs"]
+mod oauth_as;
 #[path = "auth/server.rs"]
 mod server;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Run, mcpflow_with};
+use common::{HttpServe, Run, mcpflow_with};
 use server::{MARK, Servers};
 
 /// A fresh cache directory and browser scripts for one test.
@@ -259,4 +262,177 @@ fn a_given_token_turns_oauth_off() {
     assert!(run.stderr.contains("401"), "{}", run.describe());
     assert!(!Path::new(&format!("{marker}.started")).exists());
     assert_eq!(servers.with(|s| s.authorize), 0);
+}
+
+/// An `mcpServers` file in `home` whose one server, `remote`, is at `url`.
+fn servers_file(home: &Home, url: &str) -> String {
+    let path = home.dir.join("servers.json");
+    let text = serde_json::json!({"mcpServers": {"remote": {"url": url}}}).to_string();
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn host_and_call_by_catalog_name_share_the_flow_and_cache_of_url() {
+    let servers = Servers::start();
+    let home = Home::new("host");
+    let url = servers.mcp();
+    let file = servers_file(&home, &url);
+
+    let host = home.run(
+        &["host", "--config", &file, "--json"],
+        &home.visiting_browser(),
+    );
+    assert_eq!(host.code, 0, "{}", host.describe());
+    let out = host.json();
+    assert_eq!(out["servers"]["remote"]["state"], "ready", "{out}");
+    assert_eq!(out["tools"][0]["name"], "remote__guarded_tool", "{out}");
+    assert_eq!(servers.with(|s| s.authorize), 1);
+    assert_eq!(
+        cached_files(&home.cache()).len(),
+        1,
+        "the tokens are cached"
+    );
+
+    // The cache serves `call` through the host and `--url` alike: no browser again.
+    let no_browser = home.browser("fail.sh", "touch \"$0.started\"");
+    let call = home.run(
+        &["call", "--config", &file, "remote__guarded_tool", "--json"],
+        &no_browser,
+    );
+    assert_eq!(call.code, 0, "{}", call.describe());
+    assert_eq!(
+        call.json()["result"]["content"][0]["text"],
+        "guarded result"
+    );
+    let ping = home.run(&["ping", "--url", &url], &no_browser);
+    assert_eq!(ping.code, 0, "{}", ping.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1, "no new authorization");
+    assert!(!Path::new(&format!("{no_browser}.started")).exists());
+}
+
+#[test]
+fn a_host_with_no_one_to_sign_in_names_auth_login_in_the_health() {
+    let servers = Servers::start();
+    let home = Home::new("unattended");
+    let url = servers.mcp();
+    let file = servers_file(&home, &url);
+    let advice = format!("needs authorization: run `mcpflow auth login {url}`");
+
+    // No terminal (stderr is a pipe) and no `$BROWSER`: no one to sign in.
+    let run = home.run(&["host", "--config", &file, "--json"], "");
+    assert_eq!(run.code, 3, "{}", run.describe());
+    let detail = run.json()["servers"]["remote"]["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(detail.contains(&advice), "{detail}");
+    let run = home.run(&["host", "--config", &file], "");
+    assert_eq!(run.code, 3, "{}", run.describe());
+    assert!(run.stderr.contains(&advice), "{}", run.describe());
+    assert_eq!(servers.with(|s| s.authorize), 0, "no authorization started");
+    assert!(
+        cached_files(&home.cache()).is_empty(),
+        "nothing cached, not even the registration"
+    );
+
+    // Signed in once, the host runs unattended on the cached tokens.
+    let login = home.run(
+        &["auth", "login", &url, "--auth-timeout", "15"],
+        &home.visiting_browser(),
+    );
+    assert_eq!(login.code, 0, "{}", login.describe());
+    let run = home.run(&["host", "--config", &file], "");
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(run.stdout.contains("remote: ready"), "{}", run.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1);
+}
+
+#[test]
+fn serve_http_protected_by_introspection_admits_only_tokens_for_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let issuer = runtime.block_on(oauth_as::AuthServer::start());
+    let introspect = issuer.url("/introspect").to_string();
+    let secret = "introspection-secret";
+    let serve = HttpServe::start_with(
+        &[
+            "--auth-issuer",
+            &issuer.issuer,
+            "--auth-introspect",
+            &introspect,
+            "--auth-scope",
+            "mcp:read",
+            "--auth-client-id",
+            "mcp-server",
+            "--auth-client-secret-env",
+            "INTROSPECTION_SECRET",
+        ],
+        &[("INTROSPECTION_SECRET", secret), ("RUST_LOG", "trace")],
+    );
+    let url = serve.url.clone();
+    let mut shown = Vec::new();
+    let mut ping = |token: &str| {
+        let run = mcpflow_with(
+            &["ping", "--url", &url, "--bearer-env", "TOKEN", "--json"],
+            None,
+            &[("TOKEN", token), ("RUST_LOG", "trace")],
+        );
+        shown.push(format!("{}{}", run.stdout, run.stderr));
+        run
+    };
+
+    let good = issuer.issue("mcp:read", Some(&url));
+    let run = ping(&good);
+    assert_eq!(run.code, 0, "a token for it: {}", run.describe());
+    let other = issuer.issue("mcp:read", Some("http://127.0.0.1:9/mcp"));
+    let run = ping(&other);
+    assert_eq!(
+        run.code,
+        3,
+        "a token for another resource: {}",
+        run.describe()
+    );
+    assert!(run.stderr.contains("401"), "{}", run.describe());
+    let narrow = issuer.issue("mcp:other", Some(&url));
+    let run = ping(&narrow);
+    assert_eq!(run.code, 3, "a token without the scope: {}", run.describe());
+    assert!(run.stderr.contains("403"), "{}", run.describe());
+
+    // A client running the whole flow: the served metadata, the browser step, then
+    // introspection of the token issued for this server.
+    let home = Home::new("serve");
+    let flow = home.run(
+        &["ping", "--url", &url, "--auth-timeout", "15"],
+        &home.visiting_browser(),
+    );
+    assert_eq!(flow.code, 0, "{}", flow.describe());
+    assert_eq!(issuer.authorizations(), 1);
+    assert_eq!(issuer.token_resources().last(), Some(&Some(url.clone())));
+    assert!(issuer.introspections() >= 4);
+    shown.push(format!("{}{}", flow.stdout, flow.stderr));
+    let files = cached_files(&home.cache());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let flowed = cache["tokens"][&url]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // No token and no secret shows, in the clients' output or the server's trace log.
+    let log = serve.stderr.lock().unwrap().clone();
+    assert!(log.contains("TRACE"), "the server logs at trace level");
+    for hidden in [good.as_str(), &other, &narrow, &flowed, secret] {
+        assert!(
+            !log.contains(hidden),
+            "`{hidden}` in the server's log:\n{log}"
+        );
+        for text in &shown {
+            assert!(!text.contains(hidden), "`{hidden}` shown:\n{text}");
+        }
+    }
 }

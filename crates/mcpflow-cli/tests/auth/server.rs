@@ -201,6 +201,9 @@ async fn handle(request: Request, seen: &Mutex<Seen>, base: &str) -> Response {
             "tools": [{"name": "guarded_tool", "inputSchema": {"type": "object"}}]
         }}),
         "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        "tools/call" => json!({"jsonrpc": "2.0", "id": id, "result": {
+            "content": [{"type": "text", "text": "guarded result"}]
+        }}),
         _ => {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})
         }

@@ -99,13 +99,21 @@ pub fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
 pub struct HttpServe {
     child: Child,
     pub url: String,
+    /// What it wrote to stderr so far.
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl HttpServe {
     pub fn start(extra: &[&str]) -> HttpServe {
+        HttpServe::start_with(extra, &[])
+    }
+
+    /// As [`start`](Self::start), with extra environment.
+    pub fn start_with(extra: &[&str], env: &[(&str, &str)]) -> HttpServe {
         let mut child = Command::new(BIN)
             .args(["serve", "everything", "--http", "127.0.0.1:0"])
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -113,6 +121,8 @@ impl HttpServe {
             .unwrap();
         let mut err = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let log = stderr.clone();
         thread::spawn(move || {
             let mut seen = Vec::new();
             let mut byte = [0u8; 1];
@@ -121,6 +131,7 @@ impl HttpServe {
                 if byte[0] == b'\n' {
                     let line = String::from_utf8_lossy(&seen).into_owned();
                     seen.clear();
+                    log.lock().unwrap().push_str(&line);
                     if let Some(url) = line.trim().strip_prefix("mcpflow: serving MCP at ") {
                         let _ = tx.send(url.to_owned());
                     }
@@ -130,7 +141,7 @@ impl HttpServe {
         let url = rx
             .recv_timeout(LIMIT)
             .expect("`serve --http` prints the URL it serves");
-        HttpServe { child, url }
+        HttpServe { child, url, stderr }
     }
 }
 

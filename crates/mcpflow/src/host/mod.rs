@@ -32,6 +32,8 @@ pub use call::{
 pub use config::{
     ConfigError, RemoteServer, RemoteTransport, ServerConfig, ServersConfig, StdioServer,
 };
+#[cfg(feature = "http-client")]
+pub use connect::connector_with_oauth;
 pub use connect::{connector, connector_for, memory_connector};
 pub use error::{HostError, TimeoutPhase};
 pub use names::{

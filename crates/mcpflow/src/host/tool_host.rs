@@ -158,6 +158,38 @@ impl ToolHostBuilder {
         Ok(self)
     }
 
+    /// As [`servers_config`](Self::servers_config), with the OAuth configuration
+    /// `oauth(name, server)` gives each HTTP server (variables expanded; `None`: no
+    /// OAuth, e.g. when its `headers` carry the token). See [`connector_with_oauth`].
+    ///
+    /// # Errors
+    /// As [`servers_config`](Self::servers_config).
+    ///
+    /// [`connector_with_oauth`]: super::connector_with_oauth
+    #[cfg(feature = "http-client")]
+    pub fn servers_config_with_oauth(
+        mut self,
+        config: &ServersConfig,
+        lookup: impl Fn(&str) -> Option<String>,
+        mut oauth: impl FnMut(&str, &super::RemoteServer) -> Option<crate::auth::OAuthConfig>,
+    ) -> Result<Self, ConfigError> {
+        for name in config.names() {
+            if config.is_disabled(name) {
+                continue;
+            }
+            let server = config.server(name)?.expanded_for(name, &lookup)?;
+            let connector = match &server {
+                super::ServerConfig::Remote(remote) => match oauth(name, remote) {
+                    Some(oauth) => super::connector_with_oauth(&server, oauth),
+                    None => connector_for(&server),
+                },
+                _ => connector_for(&server),
+            };
+            self = self.server(ServerOptions::new(name, connector));
+        }
+        Ok(self)
+    }
+
     /// The `clientInfo` sent to each server. Default: `mcpflow-host` and this crate's version.
     pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.client_name = name.into();

@@ -30,13 +30,25 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 ///     .client_credentials("mcp-server", "its-secret");
 /// # let _ = verifier;
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct IntrospectionVerifier {
     endpoint: Url,
     credentials: Option<(String, String)>,
     issuer: Option<String>,
     http: reqwest::Client,
     timeout: Duration,
+}
+
+// By hand: the client secret is never shown.
+impl std::fmt::Debug for IntrospectionVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntrospectionVerifier")
+            .field("endpoint", &self.endpoint.as_str())
+            .field("client_id", &self.credentials.as_ref().map(|(id, _)| id))
+            .field("issuer", &self.issuer)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl IntrospectionVerifier {
