@@ -65,7 +65,12 @@ def peer_client(path, sampling_text, check_change):
         info.append("logs not requested (2026-07-28 without a per-request logLevel)")
     elif logs_on_wire < 1 or not out.get("logs"):
         problems.append("no log notification before a result, or not delivered to the log callback")
-    if check_change:
+    modern = out.get("era") == "modern" or (pv or "") >= "2026-07-28"
+    if check_change and modern:
+        # 2026-07-28 delivers list changes only on a subscriptions/listen stream, which this
+        # client does not open; the 2026-07-28 cells check list changes on listen.
+        info.append("list change not sent without a listen stream (2026-07-28)")
+    elif check_change:
         change_tool = os.environ.get("JUDGE_CHANGE_TOOL")
         ch = [n for n in names if (n == change_tool if change_tool else "change" in n)]
         if ch:
@@ -290,6 +295,7 @@ def inspector(list_path, call_path):
                 problems.append(f"the call returned no text: {result}")
             else:
                 info.append(f"call answered by {stamp.get('name')} at 2026-07-28")
+    return (not problems), "; ".join(problems or info)
 
 
 def tasks(path):
