@@ -99,6 +99,9 @@ pub struct ClientBuilder {
 
 /// Default wait for the `server/discover` probe before falling back to `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest `connect` waits for the listen stream's acknowledgement (a server that never
+/// sends one only delays the connection this much).
+const LISTEN_ACK_WAIT: Duration = Duration::from_secs(2);
 /// Default most `input_required` rounds of one request.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -352,6 +355,8 @@ impl ClientBuilder {
             server: OnceLock::new(),
             discovered: OnceLock::new(),
             listen: std::sync::Mutex::new(None),
+            listen_state: super::listen::Listen::default(),
+            identity: OnceLock::new(),
             max_input_rounds: self.max_input_rounds,
             caches: OnceLock::new(),
             output_validators: OutputValidators::default(),
@@ -383,28 +388,35 @@ impl ClientBuilder {
                     discovered,
                 } => {
                     era::remember(server_key.as_deref(), false);
-                    handle.peer.set_request_meta(Some(era::envelope(
-                        &version,
-                        &modern_capabilities(&capabilities),
-                        &self.info,
-                        self.log_level,
-                    )));
+                    let identity = era::Identity {
+                        version: version.clone(),
+                        capabilities: modern_capabilities(&capabilities),
+                        info: self.info.clone(),
+                    };
+                    handle
+                        .peer
+                        .set_request_meta(Some(identity.envelope(self.log_level)));
+                    let _ = handle.shared.identity.set(identity);
                     let _ = handle
                         .shared
                         .server
                         .set(era::as_initialize(version, &discovered));
-                    let listen = era::spawn_listen(&handle.peer, &discovered.capabilities);
+                    let server_capabilities = discovered.capabilities.clone();
                     let _ = handle.shared.discovered.set(*discovered);
-                    if let Some(listen) = listen {
-                        *handle
-                            .shared
-                            .listen
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listen);
-                    }
+                    let listen = super::listen::start(
+                        &handle,
+                        &server_capabilities,
+                        self.discover_timeout.min(LISTEN_ACK_WAIT),
+                    )
+                    .await;
+                    *handle
+                        .shared
+                        .listen
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listen);
                     return Ok(Client { handle, session });
                 }
-                Probe::Failed(e) if e.is_closed() => {
+                Probe::Failed(e) if e.is_closed() || era::refused_authorization(&e) => {
                     session.close().await;
                     return Err(ConnectError::Initialize(e));
                 }

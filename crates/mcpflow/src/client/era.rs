@@ -185,6 +185,9 @@ pub(crate) async fn probe(
                 }
             }
             Err(e @ SessionError::Closed { .. }) => return Probe::Failed(e),
+            // Authorization failed: `initialize` would be refused the same way, after
+            // running the authorization flow a second time.
+            Err(e) if refused_authorization(&e) => return Probe::Failed(e),
             Err(other) => return Probe::Handshake(other.to_string()),
         }
     }
@@ -192,6 +195,20 @@ pub(crate) async fn probe(
         method: method::SERVER_DISCOVER.into(),
         detail: "the server refused the protocol version it named as supported".to_owned(),
     })
+}
+
+/// Whether `error` is an HTTP 401 or 403 (what is left when authorization failed).
+pub(crate) fn refused_authorization(error: &SessionError) -> bool {
+    matches!(
+        error,
+        SessionError::Transport {
+            error: crate::error::TransportError::Http {
+                status: Some(401 | 403),
+                ..
+            },
+            ..
+        }
+    )
 }
 
 fn no_common_version(supported: &[ProtocolVersion]) -> SessionError {
@@ -232,73 +249,18 @@ pub(crate) fn as_initialize(
     init
 }
 
-/// Longest a `subscriptions/listen` stream is kept open before it is opened again.
-const LISTEN_SPAN: Duration = Duration::from_secs(24 * 3600);
-/// Wait before opening a listen stream again after it ended or failed (doubling up to
-/// [`LISTEN_BACKOFF_MAX`]).
-const LISTEN_BACKOFF: Duration = Duration::from_millis(500);
-const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// What the per-request `_meta` envelope is built from, kept so that
+/// [`set_logging_level`](super::ClientHandle::set_logging_level) can change its
+/// `logLevel`.
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) capabilities: ClientCapabilities,
+    pub(crate) info: Implementation,
+}
 
-/// Keep a `subscriptions/listen` stream open for the list changes the server announces
-/// (`listChanged` in its discover capabilities): its `list_changed` notifications mark
-/// the self-refreshing lists stale, as the handshake era's do. `None` when the server
-/// announces none. The task ends with the connection.
-pub(crate) fn spawn_listen(
-    peer: &Peer,
-    capabilities: &mcpflow_protocol::ServerCapabilities,
-) -> Option<tokio::task::JoinHandle<()>> {
-    use mcpflow_protocol::subscriptions::{SubscriptionFilter, SubscriptionsListenRequestParams};
-    let flag = |on: bool| on.then_some(true);
-    let filter = SubscriptionFilter {
-        tools_list_changed: flag(
-            capabilities
-                .tools
-                .as_ref()
-                .is_some_and(|t| t.list_changed == Some(true)),
-        ),
-        prompts_list_changed: flag(
-            capabilities
-                .prompts
-                .as_ref()
-                .is_some_and(|p| p.list_changed == Some(true)),
-        ),
-        resources_list_changed: flag(
-            capabilities
-                .resources
-                .as_ref()
-                .is_some_and(|r| r.list_changed == Some(true)),
-        ),
-        ..Default::default()
-    };
-    if filter.is_empty() {
-        return None;
+impl Identity {
+    pub(crate) fn envelope(&self, log_level: Option<LoggingLevel>) -> JsonObject {
+        envelope(&self.version, &self.capabilities, &self.info, log_level)
     }
-    let params = SubscriptionsListenRequestParams {
-        notifications: filter,
-        ..Default::default()
-    };
-    let peer = peer.clone();
-    Some(tokio::spawn(async move {
-        let mut backoff = LISTEN_BACKOFF;
-        loop {
-            let options = RequestOptions::new()
-                .timeout(LISTEN_SPAN)
-                .max_total(LISTEN_SPAN);
-            let ended: Result<serde_json::Value, SessionError> = peer
-                .request(method::SUBSCRIPTIONS_LISTEN, &params, options)
-                .await;
-            match ended {
-                Err(e) if e.is_closed() => return,
-                Ok(_) => {
-                    tracing::debug!("the server ended the listen stream; opening it again");
-                    backoff = LISTEN_BACKOFF;
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "the listen stream failed; opening it again");
-                }
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
-        }
-    }))
 }

@@ -41,6 +41,7 @@ pub(crate) mod cache;
 mod context;
 mod era;
 pub(crate) mod headers;
+mod listen;
 mod lists;
 mod mrtr;
 mod output;
@@ -95,6 +96,10 @@ struct ClientShared {
     max_input_rounds: usize,
     /// The task keeping a `subscriptions/listen` stream open (2026-07-28).
     listen: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// What that stream listens for, and its acknowledgements.
+    listen_state: listen::Listen,
+    /// What the per-request `_meta` is built from (2026-07-28).
+    identity: OnceLock<era::Identity>,
     caches: OnceLock<Caches>,
     output_validators: OutputValidators,
 }
@@ -209,11 +214,18 @@ impl ClientHandle {
         }
     }
 
-    /// `ping`.
+    /// `ping`. 2026-07-28 has no `ping`: there, `server/discover` checks the server
+    /// answers.
     ///
     /// # Errors
     /// As [`Peer::request`].
     pub async fn ping(&self) -> Result<(), SessionError> {
+        if self.is_modern() {
+            return self
+                .request::<methods::Discover>(&EmptyParams::default(), RequestOptions::new())
+                .await
+                .map(drop);
+        }
         self.request::<methods::Ping>(&EmptyParams::default(), RequestOptions::new())
             .await
             .map(drop)
@@ -463,21 +475,31 @@ impl ClientHandle {
         .await
     }
 
-    /// `resources/subscribe`.
+    /// `resources/subscribe`. With a 2026-07-28 server, the URI joins the
+    /// `subscriptions/listen` stream's `resourceSubscriptions`, and this returns once
+    /// the server acknowledged it.
     ///
     /// # Errors
-    /// As [`Peer::request`].
+    /// As [`Peer::request`]; with a 2026-07-28 server, [`SessionError::Codec`] when it
+    /// offers no subscriptions or does not acknowledge within the request timeout.
     pub async fn subscribe(&self, uri: &str) -> Result<(), SessionError> {
+        if self.is_modern() {
+            return self.subscribe_modern(uri).await;
+        }
         self.request::<methods::Subscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new())
             .await
             .map(drop)
     }
 
-    /// `resources/unsubscribe`.
+    /// `resources/unsubscribe` (with a 2026-07-28 server, the URI leaves the listen
+    /// stream's filter).
     ///
     /// # Errors
     /// As [`Peer::request`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), SessionError> {
+        if self.is_modern() {
+            return self.unsubscribe_modern(uri).await;
+        }
         self.request::<methods::Unsubscribe>(
             &SubscribeRequestParams::new(uri),
             RequestOptions::new(),
@@ -527,11 +549,17 @@ impl ClientHandle {
             .await
     }
 
-    /// `logging/setLevel`.
+    /// `logging/setLevel`. With a 2026-07-28 server, which has no such method, every
+    /// later request carries `level` as its `logLevel` instead.
     ///
     /// # Errors
     /// As [`Peer::request`].
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), SessionError> {
+        if let Some(identity) = self.shared.identity.get() {
+            self.peer
+                .set_request_meta(Some(identity.envelope(Some(level))));
+            return Ok(());
+        }
         self.request::<methods::SetLevel>(&SetLevelRequestParams::new(level), RequestOptions::new())
             .await
             .map(drop)

@@ -39,10 +39,16 @@ where
     let limit = handle.shared.max_input_rounds;
     let mut rounds = 0usize;
     loop {
-        let answer: MaybeInputRequired<R> = handle
-            .peer
-            .request(method, &object, options.clone())
-            .await?;
+        let answer: Result<MaybeInputRequired<R>, SessionError> =
+            handle.peer.request(method, &object, options.clone()).await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(error) => {
+                // A -32042 error's URLs are shown as in the handshake era.
+                handle.show_url_elicitations(&error).await;
+                return Err(error);
+            }
+        };
         let needed = match answer {
             MaybeInputRequired::Complete(result) => return Ok(result),
             MaybeInputRequired::InputRequired(needed) => needed,

@@ -94,6 +94,16 @@ impl Service for ClientService {
             return;
         };
         match notification.method.as_str() {
+            method::SUBSCRIPTIONS_ACKNOWLEDGED => {
+                let params = notification.params.as_deref();
+                if self.shared.listen_state.acknowledged(params) {
+                    // A listen stream opened again: changes in the gap went unannounced.
+                    caches.tools.mark_dirty();
+                    caches.prompts.mark_dirty();
+                    caches.resources.mark_dirty();
+                    caches.templates.mark_dirty();
+                }
+            }
             method::TOOL_LIST_CHANGED => caches.tools.mark_dirty(),
             method::PROMPT_LIST_CHANGED => caches.prompts.mark_dirty(),
             method::RESOURCE_LIST_CHANGED => {
@@ -112,6 +122,10 @@ impl Service for ClientService {
         let handlers = self.shared.handlers.clone();
         let handle = self.handle(&peer);
         Box::pin(async move {
+            if notification.method == method::SUBSCRIPTIONS_ACKNOWLEDGED {
+                // The client's own listen stream, confirmed (seen on the reader).
+                return;
+            }
             if notification.method == method::LOGGING_MESSAGE
                 && let Some(log) = &handlers.log
             {

@@ -483,12 +483,21 @@ async fn post_modern(
     if let Some(Extension(principal)) = principal {
         session.bind(principal);
     }
-    tokio::spawn(
-        state
-            .server
-            .serve_modern(transport, session.principal.clone())
-            .wait(),
-    );
+    let served = state
+        .server
+        .serve_modern(transport, session.principal.clone())
+        .wait();
+    let (stopping, ended) = (state.stopping.clone(), session.clone());
+    tokio::spawn(async move {
+        tokio::pin!(served);
+        tokio::select! {
+            () = &mut served => {}
+            () = stopping.cancelled() => {
+                ended.terminate();
+                served.await;
+            }
+        }
+    });
     let sender = session
         .sender()
         .ok_or(StreamError::Gone)
@@ -506,11 +515,26 @@ async fn post_modern(
         .send(InboundFrame::Message(body))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
-    drop(sender);
+    let cancel = super::modern::CancelOnDrop::new(sender, post.id.clone());
     match reply {
-        Reply::Sse(events) => Ok(sse_response(events, state, None)),
+        Reply::Sse(events) => {
+            let mut response = sse_response(events, state, None);
+            // Dropped with the body: after the answer, a cancel of a finished request
+            // that the engine ignores.
+            let body = std::mem::take(response.body_mut()).into_data_stream();
+            *response.body_mut() =
+                Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
+                    let _ = &cancel;
+                    chunk
+                }));
+            Ok(response)
+        }
         Reply::Json(done) => {
-            let bodies = done.await.map_err(|_| {
+            let answered = done.await;
+            if answered.is_ok() {
+                cancel.disarm();
+            }
+            let bodies = answered.map_err(|_| {
                 refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
                     ErrorCode::INTERNAL_ERROR,

@@ -513,6 +513,8 @@ impl RunningHttpServer {
                 .is_err()
         {
             task.abort();
+            // Awaited so the listening socket is closed when this returns.
+            let _ = task.await;
         }
     }
 }

@@ -241,3 +241,53 @@ pub(crate) fn status_of(body: &[u8]) -> StatusCode {
         _ => StatusCode::OK,
     }
 }
+
+/// Cancels a sessionless 2026-07-28 request when its response is dropped before it was
+/// answered: a client closing the response stream cancels the request (there is no
+/// `notifications/cancelled` over HTTP), so the handler sees its cancellation instead
+/// of running on unobserved.
+pub(crate) struct CancelOnDrop {
+    inbound: Option<tokio::sync::mpsc::Sender<crate::transport::InboundFrame>>,
+    id: RequestId,
+}
+
+impl CancelOnDrop {
+    pub(crate) fn new(
+        inbound: tokio::sync::mpsc::Sender<crate::transport::InboundFrame>,
+        id: RequestId,
+    ) -> Self {
+        CancelOnDrop {
+            inbound: Some(inbound),
+            id,
+        }
+    }
+
+    /// The request was answered: nothing to cancel.
+    pub(crate) fn disarm(mut self) {
+        self.inbound = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(inbound) = self.inbound.take() else {
+            return;
+        };
+        let cancel = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": &self.id, "reason": "the client closed the response stream"},
+        });
+        let Ok(bytes) = serde_json::to_vec(&cancel) else {
+            return;
+        };
+        let frame = crate::transport::InboundFrame::Message(bytes.into());
+        if let Err(tokio::sync::mpsc::error::TrySendError::Full(frame)) = inbound.try_send(frame)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = inbound.send(frame).await;
+            });
+        }
+    }
+}

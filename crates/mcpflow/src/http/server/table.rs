@@ -38,6 +38,10 @@ pub(crate) struct AppState {
     /// Which sessions to evict next, kept so that evicting is not a scan of the table
     /// each time (a flood of abandoned sessions evicts once per new session).
     pub(super) evictable: Mutex<Evictable>,
+    /// Cancelled when the server ends its sessions: ends the sessionless 2026-07-28
+    /// exchanges still open (a `subscriptions/listen` stream would otherwise hold its
+    /// connection, and the socket, through the shutdown grace).
+    pub(super) stopping: tokio_util::sync::CancellationToken,
 }
 
 impl Drop for AppState {
@@ -63,6 +67,7 @@ impl AppState {
             expired: AtomicU64::new(0),
             connections: Arc::default(),
             evictable: Mutex::default(),
+            stopping: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -80,6 +85,7 @@ impl AppState {
     }
 
     pub(super) fn end_all_sessions(&self) {
+        self.stopping.cancel();
         if let Some(reaper) = lock(&self.reaper).take() {
             reaper.abort();
         }

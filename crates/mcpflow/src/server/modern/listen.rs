@@ -130,16 +130,14 @@ pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, E
         ..Default::default()
     };
     set_subscription_id(&mut ack.meta, &id);
-    cx.peer()
-        .notify_raw(method::SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack))
-        .await
-        .map_err(ErrorObject::internal)?;
     let listener = Arc::new(Listener {
         id: id.clone(),
         peer: cx.peer().clone(),
         filter,
         end: CancellationToken::new(),
     });
+    // Registered before the acknowledgement goes out: a client that waits for it
+    // misses nothing announced afterwards.
     server
         .inner
         .listeners
@@ -147,6 +145,14 @@ pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, E
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(listener.clone());
+    if let Err(e) = cx
+        .peer()
+        .notify_raw(method::SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack))
+        .await
+    {
+        server.inner.listeners.remove(&listener);
+        return Err(ErrorObject::internal(e));
+    }
     tokio::select! {
         () = cx.cancellation().cancelled() => {}
         () = listener.end.cancelled() => {}
