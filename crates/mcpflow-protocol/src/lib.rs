@@ -63,6 +63,7 @@ pub mod roots;
 pub mod sampling;
 pub mod subscriptions;
 pub mod tasks;
+pub mod tasks2026;
 pub mod tools;
 pub mod version;
 
