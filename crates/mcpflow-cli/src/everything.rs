@@ -183,6 +183,7 @@ pub fn everything_server() -> Server {
         .instructions("The MCP conformance test server of mcpflow.")
         .with(crate::features::feature_tools)
         .with(crate::everything_2026::register)
+        .with(crate::everything_tasks::register)
         // ---- tools ----
         .typed_tool("test_simple_text", "Tests simple text content response", |_args: NoArgs, _cx| async { Ok::<_, ToolError>(CallToolResult::text("This is a simple text response for testing.")) },
         )

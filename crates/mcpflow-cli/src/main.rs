@@ -17,6 +17,7 @@ mod connect;
 mod demo;
 mod everything;
 mod everything_2026;
+mod everything_tasks;
 mod failure;
 mod features;
 mod host;

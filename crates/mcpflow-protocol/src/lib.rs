@@ -31,6 +31,7 @@
 //! - [`elicitation`]: `elicitation/create` (form and URL modes).
 //! - [`roots`]: the client's filesystem roots (`roots/list`).
 //! - [`tasks`]: 2025-11-25 tasks (experimental).
+//! - [`tasks2026`]: 2026-07-28 tasks, the `io.modelcontextprotocol/tasks` extension.
 //! - [`meta2026`]: 2026-07-28 per-request `_meta` keys, [`ResultType`], [`CacheScope`].
 //! - [`discover`]: `server/discover` (2026-07-28).
 //! - [`subscriptions`]: `subscriptions/listen` and its acknowledgement (2026-07-28).
@@ -63,6 +64,7 @@ pub mod roots;
 pub mod sampling;
 pub mod subscriptions;
 pub mod tasks;
+pub mod tasks2026;
 pub mod tools;
 pub mod version;
 

@@ -37,6 +37,21 @@ pub enum TaskWaitError {
 }
 
 impl ClientHandle {
+    /// The refusal of a 2025-11-25 task method on a 2026-07-28 connection, where tasks
+    /// are the `io.modelcontextprotocol/tasks` extension with other methods and shapes.
+    fn handshake_tasks_only(&self, method: &str) -> Result<(), SessionError> {
+        if !self.is_modern() {
+            return Ok(());
+        }
+        Err(SessionError::Codec {
+            method: method.to_owned().into(),
+            detail: "this client runs tasks only in the 2025-11-25 era; the connection speaks \
+                     2026-07-28, whose tasks (the io.modelcontextprotocol/tasks extension) it \
+                     does not support yet: connect with Era::Handshake to use tasks"
+                .to_owned(),
+        })
+    }
+
     /// Call a tool as a task (`tools/call` with a `task` param): the server answers at
     /// once with the created task, and runs the tool in the background. `ttl` asks how
     /// long the server keeps the task (it may grant less). Progress the tool reports
@@ -45,7 +60,8 @@ impl ClientHandle {
     ///
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32601` when the tool does not run
-    /// as a task.
+    /// as a task; [`SessionError::Codec`] on a 2026-07-28 connection (these methods
+    /// are the 2025-11-25 ones).
     ///
     /// # Example
     /// ```no_run
@@ -62,6 +78,7 @@ impl ClientHandle {
         ttl: Option<Duration>,
     ) -> Result<CreateTaskResult, SessionError> {
         static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+        self.handshake_tasks_only(method::TOOLS_CALL)?;
         let mut params = CallToolRequestParams::new(name);
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),
@@ -94,6 +111,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32602` for an unknown or expired task.
     pub async fn get_task(&self, task_id: &str) -> Result<Task, SessionError> {
+        self.handshake_tasks_only(method::TASKS_GET)?;
         self.request::<methods::GetTask>(&TaskIdParams::new(task_id), RequestOptions::new())
             .await
     }
@@ -106,6 +124,7 @@ impl ClientHandle {
     /// As [`Peer::request`](crate::Peer::request): the tool call's own JSON-RPC error, or
     /// `-32602` for an unknown task.
     pub async fn task_result(&self, task_id: &str) -> Result<CallToolResult, SessionError> {
+        self.handshake_tasks_only(method::TASKS_RESULT)?;
         let wait = self.peer.config().max_request_timeout();
         self.peer
             .request(
@@ -121,6 +140,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request).
     pub async fn list_tasks(&self, cursor: Option<&str>) -> Result<ListTasksResult, SessionError> {
+        self.handshake_tasks_only(method::TASKS_LIST)?;
         let params = PaginatedRequestParams {
             cursor: cursor.map(str::to_owned),
             ..PaginatedRequestParams::default()
@@ -135,6 +155,7 @@ impl ClientHandle {
     /// As [`Peer::request`](crate::Peer::request); `-32602` when the task has already
     /// ended.
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, SessionError> {
+        self.handshake_tasks_only(method::TASKS_CANCEL)?;
         self.request::<methods::CancelTask>(&TaskIdParams::new(task_id), RequestOptions::new())
             .await
     }
@@ -152,6 +173,7 @@ impl ClientHandle {
         task_id: &str,
         deadline: Duration,
     ) -> Result<CallToolResult, TaskWaitError> {
+        self.handshake_tasks_only(method::TASKS_GET)?;
         let wait = async {
             loop {
                 let task = self.get_task(task_id).await?;

@@ -58,15 +58,65 @@ impl ServerContext {
         }
     }
 
-    /// Who owns the tasks this request creates or sees.
+    /// Who owns the tasks this request creates or sees: its connection in the
+    /// handshake era; in 2026-07-28 (no connection outlives a request) its principal,
+    /// or anyone holding the task id when requests are not authorized.
     pub(crate) fn task_owner(&self) -> TaskOwner {
-        TaskOwner(self.connection.id)
+        if self.modern.is_none() {
+            return TaskOwner::Connection(self.connection.id);
+        }
+        match self.auth() {
+            Some(principal) => TaskOwner::Principal(principal.owner_key().into()),
+            None => TaskOwner::Anyone,
+        }
     }
 
-    /// The id of the task this handler runs as, when the client called the tool as a
-    /// task (2025-11-25).
+    /// The id of the task this handler runs as: when the client called the tool as a
+    /// task (2025-11-25), or once the server made the call a task (2026-07-28).
     pub fn task_id(&self) -> Option<&str> {
+        if let Some(task) = self.modern_task() {
+            return Some(task.id.as_str());
+        }
         self.task.as_deref().map(|t| t.id.as_str())
+    }
+
+    /// The 2026-07-28 task this call became, once it did.
+    fn modern_task(&self) -> Option<&Arc<TaskEntry>> {
+        self.modern.as_ref()?.task.as_ref()?.task()
+    }
+
+    /// Make this call a task now, when it may become one: a 2026-07-28 `tools/call` of
+    /// a tool with task support, from a client that declared the tasks extension. The
+    /// client is answered with the task at once (`resultType: "task"`) and the handler
+    /// goes on in the background; its input calls from then on park the task
+    /// (`input_required`, answered with `tasks/update`) instead of ending the call with
+    /// an `input_required` round. Elsewhere (and once the call is a task) it returns at
+    /// once.
+    ///
+    /// The server also makes such a call a task by itself as soon as the handler waits
+    /// on anything but input; call this to ask for input inside the task rather than
+    /// before it, or to turn a call that would finish at once into a task.
+    pub async fn continue_as_task(&self) {
+        let may = self
+            .modern
+            .as_ref()
+            .and_then(|m| m.task.as_ref())
+            .is_some_and(|e| e.task().is_none());
+        if !may {
+            return;
+        }
+        // One poll that ends waiting on nothing but the wake-up: the server makes the
+        // call a task at that poll.
+        let mut yielded = false;
+        std::future::poll_fn(|cx| {
+            if yielded {
+                return std::task::Poll::Ready(());
+            }
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        })
+        .await;
     }
 
     /// Send a request to the client: directly, or as the task's.
@@ -440,6 +490,13 @@ impl ServerContext {
             });
         };
         let key = round.next_key(self.input_key.as_deref());
+        if let Some(task) = self.modern_task() {
+            let answer = tasks::modern::ask(self.server(), task, key, request).await?;
+            return serde_json::from_value(answer).map_err(|e| SessionError::Codec {
+                method: method.into(),
+                detail: e.to_string(),
+            });
+        }
         if let Some(answer) = round.answer(&key) {
             return Ok(answer);
         }

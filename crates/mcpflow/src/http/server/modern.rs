@@ -35,6 +35,8 @@ struct Params {
     name: Option<Value>,
     #[serde(default)]
     uri: Option<Value>,
+    #[serde(default, rename = "taskId")]
+    task_id: Option<Value>,
     #[serde(default)]
     arguments: Option<serde_json::Map<String, Value>>,
     #[serde(default, rename = "_meta")]
@@ -141,6 +143,10 @@ pub(crate) fn check(
     let named = match method_name {
         method::TOOLS_CALL | method::PROMPTS_GET => params.name.as_ref(),
         method::RESOURCES_READ => params.uri.as_ref(),
+        // Tasks extension: the task id.
+        method::TASKS_GET | method::TASKS_CANCEL | mcpflow_protocol::tasks2026::TASKS_UPDATE => {
+            params.task_id.as_ref()
+        }
         _ => None,
     };
     if let Some(Value::String(name)) = named {

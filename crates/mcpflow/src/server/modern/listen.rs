@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::methods::{Params, required, result};
+use crate::server::tasks::TaskOwner;
 use crate::server::{Server, ServerContext};
 use crate::session::{Peer, Reply};
 
@@ -33,6 +34,8 @@ struct Listener {
     peer: Peer,
     filter: SubscriptionFilter,
     end: CancellationToken,
+    /// Whose tasks it may hear about.
+    task_owner: TaskOwner,
 }
 
 impl Listener {
@@ -84,6 +87,36 @@ impl Listeners {
         }
     }
 
+    /// Send `notification` (params `task`, the task's full state) to every stream of
+    /// `owner` that asked for task `id` (tasks extension).
+    pub(crate) async fn announce_task(
+        &self,
+        notification: &str,
+        id: &str,
+        owner: &TaskOwner,
+        mut task: Value,
+    ) {
+        for listener in self.open() {
+            let wanted = (*owner == TaskOwner::Anyone || listener.task_owner == *owner)
+                && listener
+                    .filter
+                    .task_ids
+                    .as_ref()
+                    .is_some_and(|ids| ids.iter().any(|t| t == id));
+            if !wanted {
+                continue;
+            }
+            if let Value::Object(params) = &mut task {
+                let mut meta = None;
+                set_subscription_id(&mut meta, &listener.id);
+                if let Some(meta) = meta {
+                    params.insert("_meta".to_owned(), Value::Object(meta));
+                }
+            }
+            let _ = listener.peer.notify_raw(notification, Some(&task)).await;
+        }
+    }
+
     /// End every stream with its final result.
     pub(crate) fn close_all(&self) {
         for listener in self.open() {
@@ -101,13 +134,25 @@ impl Server {
     }
 }
 
-/// The part of `requested` this server can honour.
-fn honoured(server: &Server, requested: &SubscriptionFilter) -> SubscriptionFilter {
+/// The part of `requested` this server can honour; -32021 for task ids asked without
+/// the tasks extension.
+fn honoured(
+    cx: &ServerContext,
+    requested: &SubscriptionFilter,
+) -> Result<SubscriptionFilter, ErrorObject> {
+    let server = cx.server();
+    let task_ids = requested.task_ids.clone().filter(|ids| !ids.is_empty());
+    if task_ids.is_some() && !crate::server::tasks::modern::declared(&cx.client_capabilities()) {
+        return Err(crate::server::modern::missing_capability(
+            serde_json::json!({ "extensions": { mcpflow_protocol::tasks2026::TASKS_EXTENSION: {} } }),
+            "extension `io.modelcontextprotocol/tasks` (for `taskIds`)",
+        ));
+    }
     let caps = server.capabilities();
     let wanted =
         |asked: Option<bool>, offered: bool| (asked == Some(true) && offered).then_some(true);
     let resources = caps.resources.as_ref();
-    SubscriptionFilter {
+    Ok(SubscriptionFilter {
         tools_list_changed: wanted(requested.tools_list_changed, caps.tools.is_some()),
         prompts_list_changed: wanted(requested.prompts_list_changed, caps.prompts.is_some()),
         resources_list_changed: wanted(requested.resources_list_changed, resources.is_some()),
@@ -115,8 +160,9 @@ fn honoured(server: &Server, requested: &SubscriptionFilter) -> SubscriptionFilt
             .resource_subscriptions
             .clone()
             .filter(|_| resources.is_some_and(|r| r.subscribe == Some(true))),
+        task_ids,
         ..Default::default()
-    }
+    })
 }
 
 /// Acknowledge, then stream until the stream ends.
@@ -124,7 +170,7 @@ pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, E
     let p: SubscriptionsListenRequestParams = required(&params)?;
     let server = cx.server().clone();
     let id = cx.request().id().clone();
-    let filter = honoured(&server, &p.notifications);
+    let filter = honoured(&cx, &p.notifications)?;
     let mut ack = SubscriptionsAcknowledgedNotificationParams {
         notifications: filter.clone(),
         ..Default::default()
@@ -135,6 +181,7 @@ pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, E
         peer: cx.peer().clone(),
         filter,
         end: CancellationToken::new(),
+        task_owner: cx.task_owner(),
     });
     // Registered before the acknowledgement goes out: a client that waits for it
     // misses nothing announced afterwards.

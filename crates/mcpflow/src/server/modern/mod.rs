@@ -30,6 +30,7 @@ pub(crate) use listen::Listeners;
 pub use state::StateKey;
 
 use super::methods::{completion, prompts, resources, tools};
+use super::tasks::modern as tasks;
 use super::{Connection, ServerContext};
 use crate::session::{BoxFuture, Reply, RequestContext};
 
@@ -75,6 +76,8 @@ pub(crate) struct Modern {
     pub(crate) log_level: Option<LoggingLevel>,
     /// The input of a request that may answer `input_required`.
     pub(crate) round: Option<Arc<mrtr::Round>>,
+    /// A `tools/call` that may become a task (tasks extension).
+    pub(crate) task: Option<Arc<tasks::Escalation>>,
 }
 
 /// The part of a request's params the era is chosen by.
@@ -171,6 +174,9 @@ pub(crate) fn is_modern_method(name: &str) -> bool {
             | method::PROMPTS_LIST
             | method::PROMPTS_GET
             | method::COMPLETION_COMPLETE
+            | method::TASKS_GET
+            | method::TASKS_CANCEL
+            | mcpflow_protocol::tasks2026::TASKS_UPDATE
     )
 }
 
@@ -223,16 +229,33 @@ pub(crate) fn handle(
     } else {
         None
     };
+    let capabilities = meta.client_capabilities.unwrap_or_default();
+    let escalation = if name == method::TOOLS_CALL {
+        match tasks::candidate(&server, params.as_deref(), &capabilities) {
+            Ok(escalation) => escalation,
+            Err(e) => return boxed(std::future::ready(Err(e))),
+        }
+    } else {
+        None
+    };
+    // A call that may become a task runs with its own cancellation from the start,
+    // which the task keeps once the request is gone.
+    let request = match &escalation {
+        Some(e) => request.detached(e.cancel.clone()),
+        None => request,
+    };
     let modern = Arc::new(Modern {
         version: meta
             .protocol_version
             .unwrap_or(ProtocolVersion::V2026_07_28),
-        capabilities: meta.client_capabilities.unwrap_or_default(),
+        capabilities,
         client_info: meta.client_info,
         log_level: meta.log_level,
         round: round.clone(),
+        task: escalation.clone(),
     });
     let cx = ServerContext::new(request, connection.clone()).with_modern(modern);
+    let owner = cx.task_owner();
     let answer: BoxFuture<'static, Result<Reply, ErrorObject>> = match name.as_str() {
         method::SERVER_DISCOVER => boxed(std::future::ready(discover(&cx))),
         method::SUBSCRIPTIONS_LISTEN => boxed(listen::listen(params, cx)),
@@ -243,11 +266,17 @@ pub(crate) fn handle(
         method::RESOURCES_READ => boxed(resources::read(params, cx)),
         method::PROMPTS_LIST => boxed(prompts::list(params, cx)),
         method::PROMPTS_GET => boxed(prompts::get(params, cx)),
+        method::TASKS_GET => boxed(tasks::get(params, cx)),
+        method::TASKS_CANCEL => boxed(tasks::cancel(params, cx)),
+        mcpflow_protocol::tasks2026::TASKS_UPDATE => boxed(tasks::update(params, cx)),
         _ => boxed(completion::complete(params, cx)),
     };
     Box::pin(async move {
         let outcome = match &round {
-            Some(round) => match mrtr::run(round, answer).await {
+            Some(round) => match match &escalation {
+                Some(escalation) => tasks::run(&server, owner, round, escalation, answer).await,
+                None => mrtr::run(round, answer).await,
+            } {
                 mrtr::Outcome::Done(outcome) => outcome,
                 mrtr::Outcome::InputRequired(result) => return dress(&server, &name, &result),
             },
@@ -271,7 +300,9 @@ fn discover(cx: &ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
     let mut versions: Vec<ProtocolVersion> = MODERN_VERSIONS.to_vec();
     versions.extend(HANDSHAKE_VERSIONS.iter().cloned());
-    let mut result = DiscoverResult::new(versions, server.capabilities());
+    let mut caps = server.capabilities();
+    tasks::advertise(&mut caps);
+    let mut result = DiscoverResult::new(versions, caps);
     result.instructions = server.inner.instructions.clone();
     Reply::json(&result).map_err(ErrorObject::internal)
 }

@@ -124,11 +124,11 @@ impl Round {
             .insert(key, request);
     }
 
-    fn take_asked(&self) -> InputRequests {
+    pub(crate) fn take_asked(&self) -> InputRequests {
         std::mem::take(&mut *self.asked.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn input_required(&self, requests: InputRequests) -> InputRequiredResult {
+    pub(crate) fn input_required(&self, requests: InputRequests) -> InputRequiredResult {
         let used = self
             .used
             .lock()

@@ -23,7 +23,7 @@ fn decode<T: DeserializeOwned + Default>(params: &Params, needed: bool) -> Resul
 
 fn task_of(params: &Params, cx: &ServerContext) -> Result<std::sync::Arc<TaskEntry>, ErrorObject> {
     let p: TaskIdParams = decode(params, true)?;
-    cx.server().inner.tasks.get(cx.task_owner(), &p.task_id)
+    cx.server().inner.tasks.get(&cx.task_owner(), &p.task_id)
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<Reply, ErrorObject> {
@@ -37,11 +37,11 @@ pub(crate) async fn get(params: Params, cx: ServerContext) -> Result<Reply, Erro
 pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
     let p: PaginatedRequestParams = decode(&params, false)?;
     let server = cx.server();
-    let (tasks, next_cursor) =
-        server
-            .inner
-            .tasks
-            .list(cx.task_owner(), p.cursor.as_deref(), server.inner.page_size)?;
+    let (tasks, next_cursor) = server.inner.tasks.list(
+        &cx.task_owner(),
+        p.cursor.as_deref(),
+        server.inner.page_size,
+    )?;
     json(&ListTasksResult {
         tasks,
         next_cursor,

@@ -7,12 +7,13 @@
 //! handler waits for the user (elicitation, sampling) the task is `input_required`, and
 //! the request travels with the client's `tasks/result`, as the spec asks.
 //!
-//! Tasks belong to a connection (an HTTP session), so a stateless HTTP server, whose
-//! connection lasts one POST, cannot keep them: there a task ends with the request that
-//! created it. Owners taken from an authorization context would lift that.
+//! These tasks belong to a connection (an HTTP session). The 2026-07-28 extension
+//! ([`modern`]) keeps its tasks in the same store, owned by a principal or by whoever
+//! holds the id, so they outlive the stateless request that created them.
 
 mod clock;
 pub(super) mod methods;
+pub(crate) mod modern;
 mod store;
 
 use std::sync::Arc;

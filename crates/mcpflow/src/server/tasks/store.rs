@@ -7,12 +7,14 @@
 //! [`TaskEntry::snapshot`], and the 2026-07-28 extension (`ttlMs`, `tasks/update`) can
 //! read the same entries.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcpflow_protocol::mrtr::InputRequests;
 use mcpflow_protocol::tasks::{Task, TaskStatus};
 use mcpflow_protocol::{ErrorCode, ErrorObject, RequestId};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -20,9 +22,19 @@ use super::TaskLimits;
 use super::clock::now_iso8601;
 use crate::session::RequestCancel;
 
-/// Who may see a task: the connection (or HTTP session) that created it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct TaskOwner(pub(crate) u64);
+/// Who may see a task.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum TaskOwner {
+    /// The connection (or HTTP session) that created it (2025-11-25).
+    Connection(u64),
+    /// The authorized principal that created it ([`Principal::owner_key`]), 2026-07-28.
+    ///
+    /// [`Principal::owner_key`]: crate::server::Principal::owner_key
+    Principal(Arc<str>),
+    /// Anyone who holds its id: a 2026-07-28 task created without authorization, which
+    /// must outlive the stateless request that created it.
+    Anyone,
+}
 
 /// How a task ended, as its underlying request would have answered.
 #[derive(Clone, Debug)]
@@ -44,6 +56,10 @@ pub(crate) struct TaskState {
     /// The `tasks/result` request now waiting, whose stream carries the task's
     /// requests to the client.
     pub(crate) route: Option<RequestId>,
+    /// 2026-07-28: the input requests not answered yet, keyed as `tasks/get` shows them.
+    pub(crate) inputs: InputRequests,
+    /// 2026-07-28: answers `tasks/update` delivered, until their input call takes them.
+    pub(crate) answers: BTreeMap<String, Value>,
 }
 
 /// One task.
@@ -77,6 +93,49 @@ impl TaskEntry {
             poll_interval: Some(duration_ms(self.poll_interval)),
             ..Task::default()
         }
+    }
+
+    /// The task as 2026-07-28 shows it, with what its status calls for.
+    pub(crate) fn detailed(&self) -> mcpflow_protocol::tasks2026::DetailedTask {
+        use mcpflow_protocol::tasks2026::{DetailedTask, Task as ModernTask};
+        let state = self.state.borrow();
+        let mut detailed = DetailedTask {
+            task: ModernTask {
+                task_id: self.id.clone(),
+                status: state.status,
+                status_message: state.message.clone(),
+                created_at: self.created_at.clone(),
+                last_updated_at: state.updated_at.clone(),
+                ttl_ms: Some(duration_ms(self.ttl)),
+                poll_interval_ms: Some(duration_ms(self.poll_interval)),
+                meta: None,
+            },
+            ..DetailedTask::default()
+        };
+        match (state.status, &state.outcome) {
+            (TaskStatus::InputRequired, _) if !state.inputs.is_empty() => {
+                detailed.input_requests = Some(state.inputs.clone());
+            }
+            (TaskStatus::Completed, Some(Outcome::Result(text))) => {
+                // Written by this server from a tool result, so it reads back.
+                detailed.result = serde_json::from_str(text).ok();
+            }
+            (TaskStatus::Failed, Some(Outcome::Error(error))) => {
+                detailed.error = Some(error.clone());
+            }
+            _ => {}
+        }
+        detailed
+    }
+
+    /// Modify the state; `true` (and watchers woken) when `change` says it changed.
+    pub(crate) fn modify(&self, change: impl FnOnce(&mut TaskState) -> bool) -> bool {
+        self.state.send_if_modified(change)
+    }
+
+    /// Who may see the task.
+    pub(crate) fn owner(&self) -> &TaskOwner {
+        &self.owner
     }
 
     pub(crate) fn status(&self) -> TaskStatus {
@@ -172,6 +231,16 @@ impl TaskStore {
         owner: TaskOwner,
         ttl_ms: Option<u64>,
     ) -> Result<Arc<TaskEntry>, ErrorObject> {
+        self.create_with(owner, ttl_ms, Arc::default())
+    }
+
+    /// [`create`](Self::create), for a handler already running with `cancel`.
+    pub(crate) fn create_with(
+        &self,
+        owner: TaskOwner,
+        ttl_ms: Option<u64>,
+        cancel: Arc<RequestCancel>,
+    ) -> Result<Arc<TaskEntry>, ErrorObject> {
         let ttl = ttl_ms
             .map_or(self.limits.default_ttl, Duration::from_millis)
             .min(self.limits.max_ttl);
@@ -198,13 +267,15 @@ impl TaskStore {
             ttl,
             poll_interval: self.limits.poll_interval,
             expires: Instant::now() + ttl,
-            cancel: Arc::default(),
+            cancel,
             state: watch::Sender::new(TaskState {
                 status: TaskStatus::Working,
                 message: None,
                 updated_at: now,
                 outcome: None,
                 route: None,
+                inputs: InputRequests::new(),
+                answers: BTreeMap::new(),
             }),
         });
         held.tasks.insert(id, entry.clone());
@@ -215,11 +286,11 @@ impl TaskStore {
     ///
     /// # Errors
     /// `-32602` when there is none: unknown, expired, or another owner's.
-    pub(crate) fn get(&self, owner: TaskOwner, id: &str) -> Result<Arc<TaskEntry>, ErrorObject> {
+    pub(crate) fn get(&self, owner: &TaskOwner, id: &str) -> Result<Arc<TaskEntry>, ErrorObject> {
         self.held()
             .tasks
             .get(id)
-            .filter(|e| e.owner == owner && Instant::now() < e.expires)
+            .filter(|e| e.owner == *owner && Instant::now() < e.expires)
             .cloned()
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown or expired task: {id}")))
     }
@@ -230,7 +301,7 @@ impl TaskStore {
     /// `-32602` for a cursor this store did not hand out.
     pub(crate) fn list(
         &self,
-        owner: TaskOwner,
+        owner: &TaskOwner,
         cursor: Option<&str>,
         page: usize,
     ) -> Result<(Vec<Task>, Option<String>), ErrorObject> {
@@ -246,7 +317,7 @@ impl TaskStore {
             .held()
             .tasks
             .values()
-            .filter(|e| e.owner == owner && now < e.expires && after.is_none_or(|a| e.seq > a))
+            .filter(|e| e.owner == *owner && now < e.expires && after.is_none_or(|a| e.seq > a))
             .cloned()
             .collect();
         mine.sort_by_key(|e| e.seq);

@@ -1,0 +1,307 @@
+//! Tasks in 2026-07-28: the `io.modelcontextprotocol/tasks` extension.
+//!
+//! A `tools/call` of a tool with task support, from a request that declared the
+//! extension, starts as an ordinary 2026-07-28 request: input its handler asks for
+//! first goes back as `input_required` rounds of the call (input before a task is
+//! resolved synchronously, as SEP-2663 advises). As soon as a poll of the handler ends
+//! waiting on anything else (a timer, I/O, or
+//! [`ServerContext::continue_as_task`]), the server makes the call a task: the task is
+//! stored first, then the client gets `resultType: "task"`, and the handler goes on in
+//! the background. A handler that finishes on its first poll answers directly (the
+//! spec's immediate-result shortcut). A tool whose task support is `required` called
+//! without the extension is refused with -32021.
+//!
+//! Inside the task, the handler's input calls park the task `input_required` with
+//! `inputRequests` on `tasks/get`; `tasks/update` delivers the answers. The task
+//! belongs to the request's principal ([`Principal::owner_key`]) when the HTTP server
+//! authorizes requests, and otherwise to anyone who holds its id: a stateless request
+//! has no connection to own it, and the id (128 random bits) is then the only
+//! credential, as bearer capability. Serve tasks behind authorization when task results
+//! are private.
+//!
+//! [`ServerContext::continue_as_task`]: crate::server::ServerContext::continue_as_task
+//! [`Principal::owner_key`]: crate::server::Principal::owner_key
+
+use std::sync::{Arc, OnceLock};
+use std::task::Poll;
+
+use mcpflow_protocol::mrtr::InputRequest;
+use mcpflow_protocol::tasks::TaskStatus;
+use mcpflow_protocol::tasks2026::{
+    CreateTaskResult, TASKS_EXTENSION, TASKS_NOTIFICATION, UpdateTaskParams,
+};
+use mcpflow_protocol::tools::TaskSupport;
+use mcpflow_protocol::{ClientCapabilities, EmptyResult, ErrorObject};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::clock::now_iso8601;
+use super::store::{TaskEntry, TaskOwner};
+use crate::error::SessionError;
+use crate::server::modern::mrtr::{self, Round};
+use crate::server::{Server, ServerContext};
+use crate::session::{BoxFuture, Reply, RequestCancel};
+
+type Params = Option<Box<RawValue>>;
+
+/// A `tools/call` that may become a task: the cancellation its handler runs with from
+/// the start (so the task keeps it once the request is gone), and the task once made.
+#[derive(Debug, Default)]
+pub(crate) struct Escalation {
+    pub(crate) cancel: Arc<RequestCancel>,
+    task: OnceLock<Arc<TaskEntry>>,
+}
+
+impl Escalation {
+    /// The task the call became, once it did.
+    pub(crate) fn task(&self) -> Option<&Arc<TaskEntry>> {
+        self.task.get()
+    }
+}
+
+/// Whether the request declared the tasks extension.
+pub(crate) fn declared(caps: &ClientCapabilities) -> bool {
+    caps.extensions
+        .as_ref()
+        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+}
+
+/// -32021 naming the extension.
+fn undeclared() -> ErrorObject {
+    crate::server::modern::missing_capability(
+        serde_json::json!({ "extensions": { TASKS_EXTENSION: {} } }),
+        &format!("extension `{TASKS_EXTENSION}`"),
+    )
+}
+
+/// Whether this 2026-07-28 `tools/call` may become a task; -32021 for a tool that runs
+/// only as a task called without the extension.
+pub(crate) fn candidate(
+    server: &Server,
+    params: Option<&RawValue>,
+    caps: &ClientCapabilities,
+) -> Result<Option<Arc<Escalation>>, ErrorObject> {
+    #[derive(Deserialize)]
+    struct Named {
+        name: String,
+    }
+    let Some(named) = params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok()) else {
+        return Ok(None);
+    };
+    match server.registry().task_support(&named.name) {
+        Some(TaskSupport::Optional | TaskSupport::Required) if declared(caps) => {
+            Ok(Some(Arc::default()))
+        }
+        Some(TaskSupport::Required) => Err(undeclared()),
+        _ => Ok(None),
+    }
+}
+
+/// Add the extension to what `server/discover` declares, in place of 2025-11-25's
+/// `tasks` capability.
+pub(crate) fn advertise(caps: &mut mcpflow_protocol::ServerCapabilities) {
+    if caps.tasks.take().is_some() {
+        caps.extensions.get_or_insert_default().insert(
+            TASKS_EXTENSION.to_owned(),
+            Value::Object(Default::default()),
+        );
+    }
+}
+
+/// Run one round of a call that may become a task: as [`mrtr::run`], except that a poll
+/// ending without input asked makes the call a task.
+pub(crate) async fn run(
+    server: &Server,
+    owner: TaskOwner,
+    round: &Arc<Round>,
+    escalation: &Arc<Escalation>,
+    mut answer: BoxFuture<'static, Result<Reply, ErrorObject>>,
+) -> mrtr::Outcome {
+    let asked = std::future::poll_fn(|cx| match answer.as_mut().poll(cx) {
+        Poll::Ready(done) => Poll::Ready(Err(done)),
+        Poll::Pending => Poll::Ready(Ok(round.take_asked())),
+    })
+    .await;
+    let asked = match asked {
+        Err(done) => return mrtr::Outcome::Done(done),
+        Ok(asked) => asked,
+    };
+    if !asked.is_empty() {
+        // Input before the task: a round of the call itself.
+        return mrtr::Outcome::InputRequired(round.input_required(asked));
+    }
+    let store = server.inner.tasks.clone();
+    let entry = match store.create_with(owner, None, escalation.cancel.clone()) {
+        Ok(entry) => entry,
+        Err(e) => return mrtr::Outcome::Done(Err(e)),
+    };
+    // Set before the handler is polled again, so its next input call finds the task.
+    let _ = escalation.task.set(entry.clone());
+    let created = CreateTaskResult::new(entry.detailed().task);
+    tokio::spawn(run_task(server.clone(), entry, answer));
+    mrtr::Outcome::Done(Reply::json(&created).map_err(ErrorObject::internal))
+}
+
+/// Drive a 2026-07-28 task: its handler until it ends, is cancelled or expires; then
+/// keep its outcome until expiry. No connection bounds it.
+async fn run_task(
+    server: Server,
+    entry: Arc<TaskEntry>,
+    run: BoxFuture<'static, Result<Reply, ErrorObject>>,
+) {
+    let store = server.inner.tasks.clone();
+    let expiry = tokio::time::sleep_until(entry.expires);
+    tokio::pin!(expiry);
+    let mut state = entry.subscribe();
+    let outcome = tokio::select! {
+        outcome = run => Some(outcome),
+        () = &mut expiry => None,
+        _ = state.wait_for(|s| s.status.is_terminal()) => None,
+    };
+    if let Some(outcome) = outcome {
+        // 2026-07-28: a tool error still completes its task; only a JSON-RPC error fails it.
+        let outcome = outcome.map(|reply| (reply.get().to_owned(), false));
+        if store.finish(&entry, outcome).is_some() {
+            notify(&server, &entry).await;
+        }
+    }
+    expiry.await;
+    entry.cancel.cancel();
+    store.remove(&entry);
+}
+
+/// `notifications/tasks` with the full task, to the listen streams that asked for it.
+async fn notify(server: &Server, entry: &TaskEntry) {
+    let task = entry.detailed();
+    if let Ok(params) = serde_json::to_value(&task) {
+        server
+            .inner
+            .listeners
+            .announce_task(TASKS_NOTIFICATION, &entry.id, entry.owner(), params)
+            .await;
+    }
+}
+
+/// An input call of a handler running as a task: park the task `input_required` with
+/// `request` under `key`, and wait for `tasks/update` to answer it.
+///
+/// # Errors
+/// [`SessionError::Rejected`] when the task ends first.
+pub(crate) async fn ask(
+    server: &Server,
+    entry: &Arc<TaskEntry>,
+    key: String,
+    request: InputRequest,
+) -> Result<Value, SessionError> {
+    let method = request.method().to_owned();
+    let asked = entry.modify(|s| {
+        if s.status.is_terminal() {
+            return false;
+        }
+        s.inputs.insert(key.clone(), request);
+        s.status = TaskStatus::InputRequired;
+        s.updated_at = now_iso8601();
+        true
+    });
+    if asked {
+        notify(server, entry).await;
+    }
+    let mut state = entry.subscribe();
+    let answered = state
+        .wait_for(|s| s.answers.contains_key(&key) || s.status.is_terminal())
+        .await
+        .is_ok_and(|s| s.answers.contains_key(&key));
+    let mut answer = None;
+    if answered {
+        entry.modify(|s| {
+            answer = s.answers.remove(&key);
+            false
+        });
+    }
+    answer.ok_or_else(|| SessionError::Rejected {
+        method: method.into(),
+        error: ErrorObject::internal(format!(
+            "task {} ended before the client answered",
+            entry.id
+        )),
+    })
+}
+
+/// The task a `tasks/get|update|cancel` names, for a request that declared the
+/// extension: -32021 without it, -32602 for a task unknown to this owner.
+fn task_of<T: for<'de> Deserialize<'de>>(
+    params: &Params,
+    cx: &ServerContext,
+    id: impl Fn(&T) -> &str,
+) -> Result<(Arc<TaskEntry>, T), ErrorObject> {
+    if !declared(&cx.client_capabilities()) {
+        return Err(undeclared());
+    }
+    let raw = params
+        .as_deref()
+        .ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
+    let p: T = serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?;
+    let entry = cx.server().inner.tasks.get(&cx.task_owner(), id(&p))?;
+    Ok((entry, p))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskId {
+    task_id: String,
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<Reply, ErrorObject> {
+    Reply::json(value).map_err(ErrorObject::internal)
+}
+
+/// `tasks/get`: the task with its input requests, result or error.
+pub(crate) async fn get(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let (entry, _) = task_of(&params, &cx, |p: &TaskId| &p.task_id)?;
+    json(&entry.detailed())
+}
+
+/// `tasks/update`: hand the answers to the input calls waiting for them; unknown and
+/// already answered keys are ignored. An empty acknowledgement.
+pub(crate) async fn update(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let (entry, p) = task_of(&params, &cx, |p: &UpdateTaskParams| &p.task_id)?;
+    let mut answers = Vec::with_capacity(p.input_responses.len());
+    for (key, response) in p.input_responses {
+        answers.push((
+            key,
+            serde_json::to_value(response).map_err(ErrorObject::invalid_params)?,
+        ));
+    }
+    let resumed = entry.modify(|s| {
+        if s.status.is_terminal() {
+            return false;
+        }
+        let mut took = false;
+        for (key, answer) in answers {
+            if s.inputs.remove(&key).is_some() {
+                s.answers.insert(key, answer);
+                took = true;
+            }
+        }
+        if took && s.inputs.is_empty() && s.status == TaskStatus::InputRequired {
+            s.status = TaskStatus::Working;
+            s.updated_at = now_iso8601();
+        }
+        took
+    });
+    if resumed {
+        notify(cx.server(), &entry).await;
+    }
+    json(&EmptyResult::default())
+}
+
+/// `tasks/cancel`: cooperative; the same empty acknowledgement for a task that has
+/// already ended.
+pub(crate) async fn cancel(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let (entry, _) = task_of(&params, &cx, |p: &TaskId| &p.task_id)?;
+    if cx.server().inner.tasks.cancel(&entry).is_ok() {
+        notify(cx.server(), &entry).await;
+    }
+    json(&EmptyResult::default())
+}
