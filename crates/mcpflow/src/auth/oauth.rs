@@ -461,26 +461,13 @@ impl OAuthClient {
         found: &Found,
         scope: Option<String>,
     ) -> Result<Tokens, OAuthError> {
-        let method = auth_method(client, &found.server)?;
-        check_method(&method)?;
-        let mut params = vec![("grant_type", "client_credentials")];
-        if let Some(scope) = &scope {
-            params.push(("scope", scope));
-        }
-        if let Some(resource) = &found.resource {
-            params.push(("resource", resource));
-        }
-        Ok(self
-            .endpoints()
-            .token(
-                &found.token_endpoint,
-                &found.issuer,
-                client,
-                &method,
-                &params,
-                scope.as_deref(),
-            )
-            .await?)
+        self.machine_grant(
+            client,
+            found,
+            scope,
+            &[("grant_type", "client_credentials")],
+        )
+        .await
     }
 
     /// Enterprise-managed authorization: an ID-JAG from the identity provider, then the
@@ -492,8 +479,6 @@ impl OAuthClient {
         found: &Found,
         scope: Option<String>,
     ) -> Result<Tokens, OAuthError> {
-        let method = auth_method(client, &found.server)?;
-        check_method(&method)?;
         let assertion = self
             .endpoints()
             .identity_assertion(
@@ -503,10 +488,25 @@ impl OAuthClient {
                 scope.as_deref(),
             )
             .await?;
-        let mut params = vec![
+        let grant = [
             ("grant_type", super::enterprise::JWT_BEARER_GRANT),
             ("assertion", assertion.expose()),
         ];
+        self.machine_grant(client, found, scope, &grant).await
+    }
+
+    /// A grant without a user step: `grant` plus the scope and the resource, with the
+    /// client's own authentication.
+    async fn machine_grant(
+        &self,
+        client: &ClientRegistration,
+        found: &Found,
+        scope: Option<String>,
+        grant: &[(&str, &str)],
+    ) -> Result<Tokens, OAuthError> {
+        let method = auth_method(client, &found.server)?;
+        check_method(&method)?;
+        let mut params = grant.to_vec();
         if let Some(scope) = &scope {
             params.push(("scope", scope));
         }
