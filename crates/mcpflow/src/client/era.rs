@@ -93,6 +93,7 @@ pub(crate) const MODERN_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_
 
 /// Modern errors that only a 2026-07-28 server sends: seeing one means the server is
 /// modern even though it refused the request.
+#[cfg(feature = "http-client")]
 pub(crate) fn is_modern_error(code: ErrorCode) -> bool {
     code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
         || code == ErrorCode::HEADER_MISMATCH

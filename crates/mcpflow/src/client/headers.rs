@@ -70,6 +70,7 @@ fn is_token_byte(b: u8) -> bool {
 /// A header value for an argument: strings as they are when safe ASCII, otherwise (and
 /// when they look like the sentinel) as `=?base64?…?=`; numbers in decimal; booleans
 /// as `true`/`false`. `None` for null and for objects and arrays.
+#[cfg(feature = "http-client")]
 pub(crate) fn header_value(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(encode_text(s)),
@@ -80,6 +81,7 @@ pub(crate) fn header_value(value: &Value) -> Option<String> {
 }
 
 /// A text as a header value (`Mcp-Name`, `Mcp-Param-*`).
+#[cfg(feature = "http-client")]
 pub(crate) fn encode_text(s: &str) -> String {
     let safe = s.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && s.trim() == s
@@ -87,30 +89,10 @@ pub(crate) fn encode_text(s: &str) -> String {
     if safe {
         s.to_owned()
     } else {
-        format!("=?base64?{}?=", base64(s.as_bytes()))
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+        format!("=?base64?{encoded}?=")
     }
-}
-
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -121,6 +103,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    #[cfg(feature = "http-client")]
     fn values_are_encoded_as_the_spec_says() {
         assert_eq!(encode_text("us-west1"), "us-west1");
         assert_eq!(encode_text("us west 1"), "us west 1");

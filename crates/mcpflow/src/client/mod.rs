@@ -55,6 +55,7 @@ pub use builder::{
 };
 pub use context::ClientContext;
 pub use era::Era;
+#[cfg(feature = "http-client")]
 pub(crate) use era::is_modern_error as era_error;
 pub use tasks::TaskWaitError;
 
