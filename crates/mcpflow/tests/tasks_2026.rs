@@ -397,33 +397,6 @@ async fn input_before_the_task_is_a_round_of_the_call() {
     assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
 }
 
-#[tokio::test]
-async fn the_client_refuses_handshake_task_methods_on_a_modern_connection() {
-    let (server, _gate) = server();
-    let (client_side, served) = pair(Kind::Stdio);
-    let (AnyTransport::Stream(client_side), AnyTransport::Stream(served)) = (client_side, served)
-    else {
-        unreachable!("stdio pairs are streams")
-    };
-    let _running = server.serve(served);
-    let client = bounded(
-        "a modern client connects",
-        Client::builder("t", "1")
-            .era(Era::Modern)
-            .connect(client_side),
-    )
-    .await
-    .expect("connects");
-    assert!(client.is_modern());
-    let refused = bounded(
-        "call_tool_as_task",
-        client.call_tool_as_task("gated", json!({}), None),
-    )
-    .await;
-    let message = refused.expect_err("refused").to_string();
-    assert!(message.contains("Era::Handshake"), "{message}");
-}
-
 // ---- HTTP without a session --------------------------------------------------------------
 
 async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
@@ -522,4 +495,252 @@ async fn over_http_a_task_outlives_its_post_and_mcp_name_carries_the_task_id() {
     assert_eq!(status, 400, "tasks/cancel needs Mcp-Name too");
     drop(gate);
     bounded("shutdown", running.shutdown()).await;
+}
+
+// ---- the mcpflow client on a 2026-07-28 connection ---------------------------------------
+
+/// What keeps the server of a client test running.
+enum Running {
+    Memory(#[allow(dead_code)] mcpflow::server::RunningServer),
+    Http(mcpflow::http::server::RunningHttpServer),
+}
+
+impl Running {
+    async fn stop(self) {
+        if let Running::Http(running) = self {
+            bounded("shutdown", running.shutdown()).await;
+        }
+    }
+}
+
+/// A 2026-07-28 client (answering elicitations with the name "X") of `server`, over
+/// memory or over HTTP.
+async fn modern_client(server: Server, http: bool) -> (Client, Running) {
+    let builder =
+        Client::builder("t", "1")
+            .era(Era::Modern)
+            .on_elicitation(false, |_params, _cx| async {
+                let mut content = mcpflow::protocol::JsonObject::new();
+                content.insert("name".to_owned(), json!("X"));
+                Ok(mcpflow::protocol::ElicitResult::accept(content))
+            });
+    let (client, running) = if http {
+        let running = common::http::serve(HttpServer::new(server)).await;
+        let transport =
+            mcpflow::http::client::HttpClientTransport::new(running.url()).expect("transport");
+        let client = bounded(
+            "a modern client connects over HTTP",
+            builder.connect(transport),
+        )
+        .await;
+        (client, Running::Http(running))
+    } else {
+        let (client_side, server_side) = mcpflow::transport::MemoryTransport::pair(0);
+        let running = server.serve(server_side);
+        let client = bounded(
+            "a modern client connects in memory",
+            builder.connect(client_side),
+        )
+        .await;
+        (client, Running::Memory(running))
+    };
+    let client = client.expect("connects");
+    assert!(client.is_modern());
+    (client, running)
+}
+
+fn text(result: &CallToolResult) -> String {
+    serde_json::to_value(result).expect("serializes")["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The task's status once it has ended.
+async fn ended(client: &Client, id: &str) -> mcpflow::protocol::tasks::TaskStatus {
+    bounded("the task ends", async {
+        loop {
+            let task = client.get_task(id).await.expect("tasks/get");
+            if task.status.is_terminal() {
+                return task.status;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+}
+
+const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[tokio::test]
+async fn the_client_starts_and_awaits_tasks_and_takes_an_immediate_result() {
+    for http in [false, true] {
+        let (server, gate) = server();
+        let (client, running) = modern_client(server, http).await;
+        let created = bounded(
+            "call_tool_as_task",
+            client.call_tool_as_task("gated", json!({}), None),
+        )
+        .await
+        .expect("a task");
+        let id = created.task.task_id;
+        let task = bounded("get_task", client.get_task(&id))
+            .await
+            .expect("get");
+        assert_eq!(
+            task.status,
+            mcpflow::protocol::tasks::TaskStatus::Working,
+            "http={http}"
+        );
+        gate.add_permits(1);
+        let result = bounded("await_task", client.await_task(&id, WAIT))
+            .await
+            .expect("the result");
+        assert_eq!(text(&result), "done", "http={http}");
+        let details = bounded("task_details", client.task_details(&id))
+            .await
+            .expect("details");
+        assert!(details.result.is_some(), "http={http}: {details:?}");
+
+        let started = bounded(
+            "start_tool_task",
+            client.start_tool_task("instant", json!({}), None),
+        )
+        .await
+        .expect("an answer");
+        let mcpflow::client::TaskStart::Done(result) = started else {
+            panic!("http={http}: the instant tool answered with a task");
+        };
+        assert_eq!(text(&result), "at once");
+        let refused = bounded(
+            "call_tool_as_task, answered at once",
+            client.call_tool_as_task("instant", json!({}), None),
+        )
+        .await
+        .expect_err("no task to return");
+        assert!(refused.to_string().contains("start_tool_task"), "{refused}");
+
+        // A failed task is the tool call's JSON-RPC error.
+        let created = bounded(
+            "a failing task",
+            client.call_tool_as_task("protocol_error", json!({}), None),
+        )
+        .await
+        .expect("a task");
+        gate.add_permits(1);
+        let failed = bounded(
+            "await the failing task",
+            client.await_task(&created.task.task_id, WAIT),
+        )
+        .await
+        .expect_err("failed");
+        let mcpflow::client::TaskWaitError::Session(error) = failed else {
+            panic!("http={http}: {failed:?}");
+        };
+        assert_eq!(error.rejection().map(|e| e.code.0), Some(-32603), "{error}");
+
+        for refused in [
+            bounded("task_result", client.task_result(&id))
+                .await
+                .map(drop)
+                .expect_err("removed"),
+            bounded("list_tasks", client.list_tasks(None))
+                .await
+                .map(drop)
+                .expect_err("removed"),
+        ] {
+            assert!(refused.to_string().contains("does not exist"), "{refused}");
+        }
+        client.close().await;
+        running.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn the_client_answers_a_tasks_input_requests_with_its_callbacks() {
+    for http in [false, true] {
+        let (server, _gate) = server();
+        let (client, running) = modern_client(server, http).await;
+        // Two input requests inside the task, answered through tasks/update.
+        let created = bounded(
+            "confirm as a task",
+            client.call_tool_as_task("confirm", json!({}), None),
+        )
+        .await
+        .expect("a task");
+        let result = bounded(
+            "await confirm",
+            client.await_task(&created.task.task_id, WAIT),
+        )
+        .await
+        .expect("the result");
+        assert_eq!(text(&result), "X and X", "http={http}");
+        // Input before the task is a round of the call itself.
+        let created = bounded(
+            "compose as a task",
+            client.call_tool_as_task("compose", json!({}), None),
+        )
+        .await
+        .expect("a task");
+        let result = bounded(
+            "await compose",
+            client.await_task(&created.task.task_id, WAIT),
+        )
+        .await
+        .expect("the result");
+        assert_eq!(text(&result), "Hello, X!", "http={http}");
+        client.close().await;
+        running.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn the_client_cancels_a_task_and_cancels_it_past_the_deadline() {
+    use mcpflow::protocol::tasks::TaskStatus;
+    for http in [false, true] {
+        let (server, _gate) = server();
+        let (client, running) = modern_client(server, http).await;
+        let created = bounded(
+            "a task to cancel",
+            client.call_tool_as_task("gated", json!({}), None),
+        )
+        .await
+        .expect("a task");
+        let id = created.task.task_id;
+        bounded("cancel_task", client.cancel_task(&id))
+            .await
+            .expect("cancelled");
+        assert_eq!(
+            ended(&client, &id).await,
+            TaskStatus::Cancelled,
+            "http={http}"
+        );
+        let late = bounded("await a cancelled task", client.await_task(&id, WAIT))
+            .await
+            .expect_err("cancelled");
+        assert!(late.to_string().contains("cancelled"), "{late}");
+
+        let created = bounded(
+            "a task that outlives its deadline",
+            client.call_tool_as_task("gated", json!({}), None),
+        )
+        .await
+        .expect("a task");
+        let id = created.task.task_id;
+        let deadline = std::time::Duration::from_millis(200);
+        let late = bounded("await past the deadline", client.await_task(&id, deadline))
+            .await
+            .expect_err("the deadline passes");
+        assert!(
+            matches!(late, mcpflow::client::TaskWaitError::DeadlinePassed { ref task_id, .. } if *task_id == id),
+            "{late:?}"
+        );
+        assert_eq!(
+            ended(&client, &id).await,
+            TaskStatus::Cancelled,
+            "http={http}"
+        );
+        client.close().await;
+        running.stop().await;
+    }
 }

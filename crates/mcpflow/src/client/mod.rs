@@ -48,6 +48,7 @@ mod output;
 mod pages;
 mod service;
 mod tasks;
+mod tasks_modern;
 
 pub use builder::{
     ClientBuilder, ConnectError, ElicitationCompleteHandler, ElicitationHandler, LogHandler,
@@ -57,7 +58,7 @@ pub use context::ClientContext;
 pub use era::Era;
 #[cfg(feature = "http-client")]
 pub(crate) use era::is_modern_error as era_error;
-pub use tasks::TaskWaitError;
+pub use tasks::{TaskStart, TaskWaitError};
 
 use std::fmt;
 use std::ops::Deref;

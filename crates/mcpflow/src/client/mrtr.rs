@@ -79,7 +79,7 @@ where
 }
 
 /// Answer every input request with the matching callback.
-async fn fulfil(
+pub(super) async fn fulfil(
     handle: &ClientHandle,
     method: &str,
     requests: InputRequests,

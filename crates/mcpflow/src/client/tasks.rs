@@ -1,5 +1,8 @@
-//! Tasks from the client's side (2025-11-25, experimental): start a tool call as a
-//! task, poll it, take its result, list and cancel, and await one with a deadline.
+//! Tasks from the client's side: start a tool call as a task, poll it, take its
+//! result, list and cancel, and await one with a deadline. On a 2026-07-28 connection
+//! the same calls speak the `io.modelcontextprotocol/tasks` extension
+//! ([`tasks_modern`](super::tasks_modern)), where `tasks/result` and `tasks/list` do not
+//! exist.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,8 +19,8 @@ use crate::session::RequestOptions;
 
 /// Polling bounds, whatever the server suggests: never busier than 10 ms, never
 /// slower than 5 s.
-const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_secs(5);
+pub(super) const MIN_POLL: Duration = Duration::from_millis(10);
+pub(super) const MAX_POLL: Duration = Duration::from_secs(5);
 
 /// Why [`ClientHandle::await_task`] gave up.
 #[derive(Debug, thiserror::Error)]
@@ -36,32 +39,49 @@ pub enum TaskWaitError {
     },
 }
 
+/// What a tool call started as a task came back with
+/// ([`ClientHandle::start_tool_task`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TaskStart {
+    /// The server made the call a task (always so in 2025-11-25). In 2026-07-28 the
+    /// task's `ttlMs` and `pollIntervalMs` read as `ttl` and `poll_interval`.
+    Task(Box<CreateTaskResult>),
+    /// The server answered at once with the tool's result (2026-07-28 only: there the
+    /// server alone decides whether a call becomes a task).
+    Done(Box<CallToolResult>),
+}
+
 impl ClientHandle {
-    /// The refusal of a 2025-11-25 task method on a 2026-07-28 connection, where tasks
-    /// are the `io.modelcontextprotocol/tasks` extension with other methods and shapes.
+    /// The refusal of a 2025-11-25 task method that 2026-07-28 removed.
     fn handshake_tasks_only(&self, method: &str) -> Result<(), SessionError> {
         if !self.is_modern() {
             return Ok(());
         }
         Err(SessionError::Codec {
             method: method.to_owned().into(),
-            detail: "this client runs tasks only in the 2025-11-25 era; the connection speaks \
-                     2026-07-28, whose tasks (the io.modelcontextprotocol/tasks extension) it \
-                     does not support yet: connect with Era::Handshake to use tasks"
-                .to_owned(),
+            detail: format!(
+                "`{method}` does not exist on a 2026-07-28 connection (the \
+                 io.modelcontextprotocol/tasks extension): use await_task, or connect with \
+                 Era::Handshake"
+            ),
         })
     }
 
     /// Call a tool as a task (`tools/call` with a `task` param): the server answers at
     /// once with the created task, and runs the tool in the background. `ttl` asks how
-    /// long the server keeps the task (it may grant less). Progress the tool reports
-    /// arrives as `notifications/progress` with a string token, on the notification
-    /// handler.
+    /// long the server keeps the task (it may grant less; 2026-07-28 has no such
+    /// request, so it is ignored there). Progress the tool reports arrives as
+    /// `notifications/progress` with a string token, on the notification handler.
+    ///
+    /// On a 2026-07-28 connection the call declares the tasks extension and the server
+    /// decides: when it answers at once with the tool's result, this returns
+    /// [`SessionError::Codec`] (the tool has run); use
+    /// [`start_tool_task`](Self::start_tool_task) to receive such results.
     ///
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32601` when the tool does not run
-    /// as a task; [`SessionError::Codec`] on a 2026-07-28 connection (these methods
-    /// are the 2025-11-25 ones).
+    /// as a task.
     ///
     /// # Example
     /// ```no_run
@@ -77,8 +97,30 @@ impl ClientHandle {
         arguments: serde_json::Value,
         ttl: Option<Duration>,
     ) -> Result<CreateTaskResult, SessionError> {
+        match self.start_tool_task(name, arguments, ttl).await? {
+            TaskStart::Task(created) => Ok(*created),
+            TaskStart::Done(_) => Err(SessionError::Codec {
+                method: method::TOOLS_CALL.into(),
+                detail: format!(
+                    "the server ran `{name}` at once instead of as a task; \
+                     start_tool_task returns such results"
+                ),
+            }),
+        }
+    }
+
+    /// Call a tool as a task, as [`call_tool_as_task`](Self::call_tool_as_task), and
+    /// also take the result when a 2026-07-28 server answers at once.
+    ///
+    /// # Errors
+    /// As [`call_tool_as_task`](Self::call_tool_as_task).
+    pub async fn start_tool_task(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        ttl: Option<Duration>,
+    ) -> Result<TaskStart, SessionError> {
         static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
-        self.handshake_tasks_only(method::TOOLS_CALL)?;
         let mut params = CallToolRequestParams::new(name);
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),
@@ -90,6 +132,9 @@ impl ClientHandle {
                 });
             }
         };
+        if self.is_modern() {
+            return super::tasks_modern::start(self, &params).await;
+        }
         params.task = Some(TaskMetadata {
             ttl: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
             ..TaskMetadata::default()
@@ -104,16 +149,39 @@ impl ClientHandle {
         self.peer
             .request(method::TOOLS_CALL, &params, RequestOptions::new())
             .await
+            .map(|created| TaskStart::Task(Box::new(created)))
     }
 
-    /// `tasks/get`: the task's status now.
+    /// `tasks/get`: the task's status now (on a 2026-07-28 connection, without its
+    /// result or input requests: see [`task_details`](Self::task_details)).
     ///
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32602` for an unknown or expired task.
     pub async fn get_task(&self, task_id: &str) -> Result<Task, SessionError> {
-        self.handshake_tasks_only(method::TASKS_GET)?;
+        if self.is_modern() {
+            return super::tasks_modern::get_classic(self, task_id).await;
+        }
         self.request::<methods::GetTask>(&TaskIdParams::new(task_id), RequestOptions::new())
             .await
+    }
+
+    /// The task as 2026-07-28's `tasks/get` shows it: status, and its input requests,
+    /// result or error.
+    ///
+    /// # Errors
+    /// As [`Peer::request`](crate::Peer::request); [`SessionError::Codec`] on a
+    /// 2025-11-25 connection.
+    pub async fn task_details(
+        &self,
+        task_id: &str,
+    ) -> Result<mcpflow_protocol::tasks2026::DetailedTask, SessionError> {
+        if !self.is_modern() {
+            return Err(SessionError::Codec {
+                method: method::TASKS_GET.into(),
+                detail: "task details are 2026-07-28's; use get_task and task_result".to_owned(),
+            });
+        }
+        super::tasks_modern::get(self, task_id).await
     }
 
     /// `tasks/result`: waits until the task ends (at most the session's maximum request
@@ -122,7 +190,8 @@ impl ClientHandle {
     ///
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request): the tool call's own JSON-RPC error, or
-    /// `-32602` for an unknown task.
+    /// `-32602` for an unknown task; [`SessionError::Codec`] on a 2026-07-28 connection,
+    /// which has no `tasks/result`.
     pub async fn task_result(&self, task_id: &str) -> Result<CallToolResult, SessionError> {
         self.handshake_tasks_only(method::TASKS_RESULT)?;
         let wait = self.peer.config().max_request_timeout();
@@ -138,7 +207,8 @@ impl ClientHandle {
     /// `tasks/list`: one page of this connection's tasks.
     ///
     /// # Errors
-    /// As [`Peer::request`](crate::Peer::request).
+    /// As [`Peer::request`](crate::Peer::request); [`SessionError::Codec`] on a
+    /// 2026-07-28 connection, which has no `tasks/list`.
     pub async fn list_tasks(&self, cursor: Option<&str>) -> Result<ListTasksResult, SessionError> {
         self.handshake_tasks_only(method::TASKS_LIST)?;
         let params = PaginatedRequestParams {
@@ -149,13 +219,17 @@ impl ClientHandle {
             .await
     }
 
-    /// `tasks/cancel`: the task, now `cancelled`.
+    /// `tasks/cancel`: the task, now `cancelled`. In 2026-07-28 cancelling is
+    /// cooperative and acknowledged empty: this returns the task as `tasks/get` shows it
+    /// next, which may still be `working`.
     ///
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32602` when the task has already
-    /// ended.
+    /// ended (2025-11-25).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, SessionError> {
-        self.handshake_tasks_only(method::TASKS_CANCEL)?;
+        if self.is_modern() {
+            return super::tasks_modern::cancel(self, task_id).await;
+        }
         self.request::<methods::CancelTask>(&TaskIdParams::new(task_id), RequestOptions::new())
             .await
     }
@@ -163,7 +237,10 @@ impl ClientHandle {
     /// Wait for a task's result until `deadline` passes: poll `tasks/get` at the
     /// server's `pollInterval`, and once the task ends or needs input take
     /// `tasks/result` (which carries the server's input requests to this client's
-    /// callbacks). Past the deadline the task is cancelled.
+    /// callbacks). Past the deadline the task is cancelled. On a 2026-07-28 connection
+    /// it polls `tasks/get` at the task's `pollIntervalMs`, answers the task's input
+    /// requests with the same callbacks through `tasks/update`, and reads the result
+    /// (or the JSON-RPC error of a `failed` task) from `tasks/get`.
     ///
     /// # Errors
     /// [`TaskWaitError::DeadlinePassed`] past the deadline, else
@@ -173,8 +250,10 @@ impl ClientHandle {
         task_id: &str,
         deadline: Duration,
     ) -> Result<CallToolResult, TaskWaitError> {
-        self.handshake_tasks_only(method::TASKS_GET)?;
         let wait = async {
+            if self.is_modern() {
+                return super::tasks_modern::wait(self, task_id).await;
+            }
             loop {
                 let task = self.get_task(task_id).await?;
                 if task.status.is_terminal() || task.status == TaskStatus::InputRequired {

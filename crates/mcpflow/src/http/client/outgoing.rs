@@ -36,6 +36,9 @@ pub(super) struct Modern {
     pub(super) uri: Option<String>,
     #[serde(default)]
     pub(super) arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` (the tasks extension).
+    #[serde(default, rename = "taskId")]
+    pub(super) task_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

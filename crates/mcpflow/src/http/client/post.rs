@@ -202,7 +202,7 @@ pub(super) fn post<'a>(
 }
 
 /// The 2026-07-28 headers of a request: `MCP-Protocol-Version` from its `_meta`,
-/// `Mcp-Method`, `Mcp-Name` (tool or prompt name, resource URI) and `Mcp-Param-*` for
+/// `Mcp-Method`, `Mcp-Name` (tool or prompt name, resource URI, task id) and `Mcp-Param-*` for
 /// the tool's `x-mcp-header` arguments.
 fn modern_headers(
     conn: &Connection,
@@ -221,6 +221,7 @@ fn modern_headers(
     let name = match method {
         "tools/call" | "prompts/get" => modern.name.as_deref(),
         "resources/read" => modern.uri.as_deref(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => modern.task_id.as_deref(),
         _ => None,
     };
     if let Some(name) = name {
