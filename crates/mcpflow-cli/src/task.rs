@@ -5,11 +5,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mcpflow::SessionError;
-use mcpflow::client::ClientHandle;
+use mcpflow::client::{ClientHandle, TaskStart, TaskWaitError};
 use mcpflow::protocol::tasks::{Task, TaskStatus};
 use mcpflow::protocol::tools::TaskSupport;
 use mcpflow::protocol::{CallToolRequestParams, CallToolResult};
 use serde_json::Value;
+
+/// No deadline of its own: `--timeout` and Ctrl-C end a task wait.
+const UNBOUNDED: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// What a task run leaves for the caller: the task's id (to cancel it on an
 /// interrupt) and its last status (for the JSON output).
@@ -70,14 +73,47 @@ pub async fn run(
     run: &TaskRun,
 ) -> Result<CallToolResult, SessionError> {
     let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
-    let created = client
-        .call_tool_as_task(&params.name, arguments, None)
-        .await?;
+    let created = match client
+        .start_tool_task(&params.name, arguments, None)
+        .await?
+    {
+        TaskStart::Task(created) => created,
+        // 2026-07-28: the server may answer at once instead of making a task.
+        TaskStart::Done(result) => return Ok(*result),
+        other => {
+            return Err(SessionError::Codec {
+                method: "tools/call".into(),
+                detail: format!("a task start this command does not know: {other:?}"),
+            });
+        }
+    };
     let id = created.task.task_id.clone();
     if let Ok(mut slot) = run.id.lock() {
         *slot = Some(id.clone());
     }
     run.record(&created.task, quiet);
+    if client.is_modern() {
+        // 2026-07-28 has no tasks/result: the wait polls and answers the task's input
+        // requests itself; the session's own limits bound it.
+        let result = client
+            .await_task(&id, UNBOUNDED)
+            .await
+            .map_err(|e| match e {
+                TaskWaitError::Session(e) => e,
+                TaskWaitError::DeadlinePassed { after, .. } => SessionError::Timeout {
+                    method: "tasks/get".into(),
+                    after,
+                },
+                other => SessionError::Codec {
+                    method: "tasks/get".into(),
+                    detail: other.to_string(),
+                },
+            });
+        if let Ok(task) = client.get_task(&id).await {
+            run.record(&task, quiet);
+        }
+        return result;
+    }
     loop {
         let task = client.get_task(&id).await?;
         run.record(&task, quiet);

@@ -60,3 +60,20 @@ fn call_runs_a_required_task_tool_as_a_task_and_shows_its_status() {
     );
     assert!(out.get("task").is_none(), "{}", direct.describe());
 }
+
+#[test]
+fn call_runs_a_required_task_tool_on_a_2026_connection() {
+    let run = call_everything(&["--json", "--era", "modern", "test_task_required"]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    let out = run.json();
+    let task = &out["task"];
+    let id = task["taskId"].as_str().unwrap_or_default();
+    assert!(!id.is_empty(), "a task was started: {}", run.describe());
+    assert_eq!(task["status"], "completed", "{}", run.describe());
+    assert_eq!(
+        out["result"]["content"][0]["text"],
+        format!("task {id} finished"),
+        "{}",
+        run.describe()
+    );
+}
