@@ -90,7 +90,7 @@ pub struct ServerArgs {
     pub era: String,
     /// The server command and its arguments, after `--` (in place of `--url` or
     /// `--config`).
-    #[arg(last = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", help_heading = None)]
     pub command: Vec<String>,
 }
 

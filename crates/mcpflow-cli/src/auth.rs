@@ -33,54 +33,33 @@ const MAX_NAME: usize = 240;
 
 /// How `--url` authorizes when the server answers 401 with a challenge.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Authorization (OAuth, --url)")]
 pub struct AuthArgs {
     /// An OAuth client ID registered beforehand at the server's authorization server
     /// (otherwise mcpflow registers itself, or uses `--client-metadata-url`).
-    #[arg(long, value_name = "ID", help_heading = "Authorization (OAuth, --url)")]
+    #[arg(long, value_name = "ID")]
     pub client_id: Option<String>,
     /// Read the client secret of `--client-id` from this environment variable.
-    #[arg(
-        long,
-        value_name = "VAR",
-        requires = "client_id",
-        help_heading = "Authorization (OAuth, --url)"
-    )]
+    #[arg(long, value_name = "VAR", requires = "client_id")]
     pub client_secret_env: Option<String>,
     /// The https URL of this client's Client ID Metadata Document, used as its client
     /// ID where the authorization server supports them.
-    #[arg(
-        long,
-        value_name = "URL",
-        help_heading = "Authorization (OAuth, --url)"
-    )]
+    #[arg(long, value_name = "URL")]
     pub client_metadata_url: Option<String>,
     /// The scope to ask for (space-separated; default: what the server names).
-    #[arg(
-        long,
-        value_name = "SCOPE",
-        help_heading = "Authorization (OAuth, --url)"
-    )]
+    #[arg(long, value_name = "SCOPE")]
     pub scope: Option<String>,
     /// Print the authorization URL on stderr without opening a browser (`$BROWSER`,
     /// else `open`/`xdg-open`).
-    #[arg(long, help_heading = "Authorization (OAuth, --url)")]
+    #[arg(long)]
     pub no_browser: bool,
     /// Seconds to wait for the browser to come back to the loopback redirect (default
     /// 300); past it the command exits 3.
-    #[arg(
-        long,
-        value_parser = parse_secs,
-        value_name = "SECS",
-        help_heading = "Authorization (OAuth, --url)"
-    )]
+    #[arg(long, value_parser = parse_secs, value_name = "SECS")]
     pub auth_timeout: Option<f64>,
     /// The port of the loopback redirect `http://127.0.0.1:PORT/callback` (default: any
     /// free port), for a client ID registered with a fixed redirect URI.
-    #[arg(
-        long,
-        value_name = "PORT",
-        help_heading = "Authorization (OAuth, --url)"
-    )]
+    #[arg(long, value_name = "PORT")]
     pub callback_port: Option<u16>,
 }
 

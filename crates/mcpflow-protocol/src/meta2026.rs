@@ -100,7 +100,7 @@ impl RequestMeta {
 
     /// Reads the keys of a `_meta` map; an error names a key of the wrong shape.
     pub fn from_meta(meta: &Meta) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(serde_json::Value::Object(meta.clone()))
+        view_of(meta)
     }
 
     /// Whether both required keys (`protocolVersion`, `clientCapabilities`) are present,
@@ -111,10 +111,7 @@ impl RequestMeta {
 
     /// The `_meta` map.
     pub fn to_meta(&self) -> Meta {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => Meta::new(),
-        }
+        map_of(self)
     }
 }
 
@@ -146,15 +143,25 @@ pub struct ResultMeta {
 impl ResultMeta {
     /// Reads the keys of a `_meta` map.
     pub fn from_meta(meta: &Meta) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(serde_json::Value::Object(meta.clone()))
+        view_of(meta)
     }
 
     /// The `_meta` map.
     pub fn to_meta(&self) -> Meta {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => Meta::new(),
-        }
+        map_of(self)
+    }
+}
+
+/// A typed view of a `_meta` map.
+fn view_of<T: serde::de::DeserializeOwned>(meta: &Meta) -> Result<T, serde_json::Error> {
+    serde_json::from_value(serde_json::Value::Object(meta.clone()))
+}
+
+/// A typed view written back as a `_meta` map.
+fn map_of<T: Serialize>(view: &T) -> Meta {
+    match serde_json::to_value(view) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => Meta::new(),
     }
 }
 

@@ -162,7 +162,7 @@ async fn a_task_runs_in_the_background_and_is_polled_listed_and_awaited() {
             .await
             .unwrap_err();
         assert_eq!(code(&refused), -32602, "{kind:?}");
-        client.close().await;
+        bounded("close", client.close()).await;
     }
 }
 
@@ -218,7 +218,7 @@ async fn task_support_is_enforced_and_unknown_tasks_refused() {
         .await
         .expect("get");
     assert_eq!(task.status, TaskStatus::Failed);
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 #[tokio::test]
@@ -243,7 +243,7 @@ async fn a_server_without_task_tools_ignores_the_task_param_and_has_no_task_meth
         .await
         .unwrap_err();
     assert_eq!(code(&missing), -32601);
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -332,7 +332,7 @@ async fn tasks_are_bounded_and_expire_with_their_results() {
             .is_some_and(|m| m.contains("does not fit"))
     );
     assert_eq!(server.task_result_bytes(), 0);
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 /// A tool that waits for its cancellation and reports it on `seen`.
@@ -376,7 +376,7 @@ async fn cancelling_a_task_trips_its_handler_and_it_stays_cancelled() {
     let twice = bounded(what, client.cancel_task(&id)).await.unwrap_err();
     assert_eq!(code(&twice), -32602);
     assert!(bounded(what, client.task_result(&id)).await.is_err());
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -397,7 +397,7 @@ async fn awaiting_past_the_deadline_cancels_the_task() {
     assert_eq!(bounded(what, seen.recv()).await, Some(id.clone()));
     let task = bounded(what, client.get_task(&id)).await.expect("get");
     assert_eq!(task.status, TaskStatus::Cancelled);
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 #[tokio::test]
@@ -459,7 +459,7 @@ async fn progress_keeps_flowing_after_the_call_answered() {
     .await
     .expect("result");
     assert_eq!(result.content[0].as_text(), Some("stepped"));
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 #[tokio::test]
@@ -538,7 +538,7 @@ async fn a_task_elicits_through_tasks_result() {
             vec![json!({"taskId": id})],
             "{kind:?}: the elicitation names its task"
         );
-        client.close().await;
+        bounded("close", client.close()).await;
     }
 }
 
@@ -577,14 +577,14 @@ async fn a_connection_sees_only_its_own_tasks() {
     );
 
     // Closing a connection drops its tasks.
-    alice.close().await;
+    bounded("close alice", alice.close()).await;
     bounded(what, async {
         while server.task_count() > 0 {
             tokio::task::yield_now().await;
         }
     })
     .await;
-    bob.close().await;
+    bounded("close bob", bob.close()).await;
 }
 
 #[tokio::test]
@@ -629,7 +629,7 @@ async fn tasks_list_pages() {
         }
     }
     assert_eq!(seen, made, "every task once, oldest first");
-    client.close().await;
+    bounded("close", client.close()).await;
 }
 
 /// Counts the bytes each thread holds, so a current-thread test can see what its own
@@ -748,5 +748,5 @@ async fn task_memory_at_the_cap_and_after_expiry() {
         "expiry frees what the tasks held: {} B left",
         expired - baseline - ids_bytes
     );
-    client.close().await;
+    bounded("close", client.close()).await;
 }

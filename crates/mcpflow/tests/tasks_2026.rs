@@ -344,11 +344,16 @@ async fn input_parks_the_task_and_tasks_update_resumes_it_key_by_key() {
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
     };
-    let mut parked = parked;
-    if asked(&parked).len() < 2 {
-        // The second question registers right after the first.
-        parked = c.result("tasks/get", json!({"taskId": id})).await;
-    }
+    // The second question registers right after the first: poll until it has.
+    let parked = bounded("the task asks its second question", async {
+        let mut parked = parked;
+        while asked(&parked).len() < 2 {
+            tokio::task::yield_now().await;
+            parked = c.result("tasks/get", json!({"taskId": id})).await;
+        }
+        parked
+    })
+    .await;
     assert_eq!(asked(&parked), ["first", "second"], "{parked}");
     assert_eq!(
         parked["inputRequests"]["first"]["method"],
@@ -651,7 +656,7 @@ async fn the_client_starts_and_awaits_tasks_and_takes_an_immediate_result() {
         ] {
             assert!(refused.to_string().contains("does not exist"), "{refused}");
         }
-        client.close().await;
+        bounded("close", client.close()).await;
         running.stop().await;
     }
 }
@@ -689,7 +694,7 @@ async fn the_client_answers_a_tasks_input_requests_with_its_callbacks() {
         .await
         .expect("the result");
         assert_eq!(text(&result), "Hello, X!", "http={http}");
-        client.close().await;
+        bounded("close", client.close()).await;
         running.stop().await;
     }
 }
@@ -740,7 +745,7 @@ async fn the_client_cancels_a_task_and_cancels_it_past_the_deadline() {
             TaskStatus::Cancelled,
             "http={http}"
         );
-        client.close().await;
+        bounded("close", client.close()).await;
         running.stop().await;
     }
 }

@@ -10,11 +10,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use reqwest::{Url, header};
 use serde::de::DeserializeOwned;
 use thiserror::Error;
 
+use super::body::{CappedBody, read_capped};
 use super::challenge::BearerChallenge;
 use super::discovery::{
     DiscoveryError, authorization_server_metadata_urls, protected_resource_metadata_urls,
@@ -314,23 +314,10 @@ impl Discoverer {
             return Err(FetchFailure::Status(status.as_u16()));
         }
         let limit = self.max_body_bytes;
-        // A declared length over the cap fails before any byte is read.
-        if response
-            .content_length()
-            .is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX))
-        {
-            return Err(FetchFailure::TooLarge(limit));
-        }
-        let mut stream = response.bytes_stream();
-        let mut body = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| FetchFailure::Network(describe(&e.without_url())))?;
-            if body.len() + chunk.len() > limit {
-                return Err(FetchFailure::TooLarge(limit));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        read_capped(response, limit).await.map_err(|e| match e {
+            CappedBody::TooLarge => FetchFailure::TooLarge(limit),
+            CappedBody::Network(e) => FetchFailure::Network(describe(&e.without_url())),
+        })
     }
 }
 

@@ -27,6 +27,7 @@
 //! [`select_scope`], [`Pkce::generate`] and [`State::generate`] for the authorization
 //! request.
 
+pub(crate) mod body;
 pub mod challenge;
 pub mod config;
 pub mod discover;

@@ -46,6 +46,14 @@ impl Caches {
         self.resources.abort();
         self.templates.abort();
     }
+
+    /// Every list is stale (changes may have gone unannounced).
+    pub(super) fn mark_all_dirty(&self) {
+        self.tools.mark_dirty();
+        self.prompts.mark_dirty();
+        self.resources.mark_dirty();
+        self.templates.mark_dirty();
+    }
 }
 
 /// Every page of `tools/list`, without tools whose `x-mcp-header` is invalid.

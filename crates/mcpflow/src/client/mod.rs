@@ -353,8 +353,8 @@ impl ClientHandle {
                     // The tool's `x-mcp-header` annotations changed: learn them again
                     // from a fresh list, then try once more.
                     tracing::debug!(tool = %params.name, "header mismatch; refreshing the tool list and retrying");
-                    self.list_all_tools().await?;
                     self.caches().tools.mark_dirty();
+                    self.tools().await?;
                     mrtr::request_with_input(self, method::TOOLS_CALL, params, options).await?
                 }
                 other => other?,

@@ -98,10 +98,7 @@ impl Service for ClientService {
                 let params = notification.params.as_deref();
                 if self.shared.listen_state.acknowledged(params) {
                     // A listen stream opened again: changes in the gap went unannounced.
-                    caches.tools.mark_dirty();
-                    caches.prompts.mark_dirty();
-                    caches.resources.mark_dirty();
-                    caches.templates.mark_dirty();
+                    caches.mark_all_dirty();
                 }
             }
             method::TOOL_LIST_CHANGED => caches.tools.mark_dirty(),

@@ -86,6 +86,8 @@ pub struct Server {
 
 struct ServerInner {
     info: Implementation,
+    /// `info` as the `serverInfo` of 2026-07-28 result `_meta`, made once.
+    info_json: serde_json::Value,
     instructions: Option<String>,
     registry: RwLock<Registry>,
     completion: Option<CompletionHandler>,
@@ -355,6 +357,7 @@ impl ServerBuilder {
             && !(self.registry.resources.is_empty() && self.registry.templates.is_empty());
         Server {
             inner: Arc::new(ServerInner {
+                info_json: serde_json::to_value(&self.info).unwrap_or_default(),
                 info: self.info,
                 instructions: self.instructions,
                 registry: RwLock::new(self.registry),

@@ -547,7 +547,12 @@ pub(super) async fn body_snippet(response: Response) -> String {
         }
     };
     let _ = tokio::time::timeout(BODY_SNIPPET_WAIT, read).await;
-    let text = String::from_utf8_lossy(&body);
+    snippet_of(&body)
+}
+
+/// A body as one trimmed line of at most [`BODY_SNIPPET_CHARS`] characters for an error.
+pub(super) fn snippet_of(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
     let text = text.trim();
     if text.is_empty() {
         return "(empty body)".to_owned();

@@ -34,8 +34,9 @@ pub(super) struct Modern {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) uri: Option<String>,
+    /// Left unparsed: only a tool with `x-mcp-header` arguments needs them read.
     #[serde(default)]
-    pub(super) arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(super) arguments: Option<Box<serde_json::value::RawValue>>,
     /// `tasks/get`, `tasks/update` and `tasks/cancel` (the tasks extension).
     #[serde(default, rename = "taskId")]
     pub(super) task_id: Option<String>,

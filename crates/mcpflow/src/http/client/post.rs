@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use super::authorize;
 use super::connection::{
     ACCEPT_POST, Connection, Mode, Waiter, body_snippet, content_type, describe, is_event_stream,
+    snippet_of,
 };
 use super::expiry::expired;
 use super::legacy;
@@ -156,7 +157,7 @@ pub(super) fn post<'a>(
                         conn.deliver(body).await;
                         return;
                     }
-                    let body = snippet(&body);
+                    let body = snippet_of(&body);
                     legacy::fall_back(conn, outgoing, waiter, status, body, gate).await;
                     return;
                 }
@@ -232,7 +233,7 @@ fn modern_headers(
     {
         for (header, value) in conn
             .tool_headers
-            .param_headers(tool, modern.arguments.as_ref())
+            .param_headers(tool, modern.arguments.as_deref())
         {
             request = request.header(header, value);
         }
@@ -287,7 +288,7 @@ async fn refused_modern(
     let detail = format!(
         "the server rejected {}: {}",
         outgoing.describe(),
-        snippet(&body)
+        snippet_of(&body)
     );
     conn.fail_frame(
         outgoing,
@@ -298,18 +299,6 @@ async fn refused_modern(
 }
 
 /// The start of a body, for an error message.
-fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    if text.is_empty() {
-        return "(empty body)".to_owned();
-    }
-    match text.char_indices().nth(300) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
 pub(super) fn http(context: &'static str, status: Option<u16>, detail: String) -> TransportError {
     TransportError::Http {
         context,

@@ -76,13 +76,18 @@ impl ToolHeaders {
     pub(super) fn param_headers(
         &self,
         tool: &str,
-        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+        arguments: Option<&serde_json::value::RawValue>,
     ) -> Vec<(String, String)> {
         let Some(arguments) = arguments else {
             return Vec::new();
         };
         let known = lock(&self.known);
-        let Some(pairs) = known.get(tool) else {
+        let Some(pairs) = known.get(tool).filter(|pairs| !pairs.is_empty()) else {
+            return Vec::new();
+        };
+        let Ok(arguments) =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(arguments.get())
+        else {
             return Vec::new();
         };
         pairs

@@ -336,12 +336,13 @@ fn finish(server: &super::Server, name: &str, mut value: Value) -> Result<Reply,
         map.entry("cacheScope")
             .or_insert_with(|| if hints.private { "private" } else { "public" }.into());
     }
-    if let Ok(info) = serde_json::to_value(server.info()) {
+    let info = &server.inner.info_json;
+    if !info.is_null() {
         let meta = map
             .entry("_meta")
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(meta) = meta {
-            meta.entry(SERVER_INFO_KEY).or_insert(info);
+            meta.entry(SERVER_INFO_KEY).or_insert_with(|| info.clone());
         }
     }
     Reply::json(&value).map_err(ErrorObject::internal)

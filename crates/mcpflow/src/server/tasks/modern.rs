@@ -43,7 +43,7 @@ use crate::server::modern::mrtr::{self, Round};
 use crate::server::{Server, ServerContext};
 use crate::session::{BoxFuture, Reply, RequestCancel};
 
-type Params = Option<Box<RawValue>>;
+use crate::server::methods::{Params, required, result};
 
 /// A `tools/call` that may become a task: the cancellation its handler runs with from
 /// the start (so the task keeps it once the request is gone), and the task once made.
@@ -140,7 +140,7 @@ pub(crate) async fn run(
     let _ = escalation.task.set(entry.clone());
     let created = CreateTaskResult::new(entry.detailed().task);
     tokio::spawn(run_task(server.clone(), entry, answer));
-    mrtr::Outcome::Done(Reply::json(&created).map_err(ErrorObject::internal))
+    mrtr::Outcome::Done(result(&created))
 }
 
 /// Drive a 2026-07-28 task: its handler until it ends, is cancelled or expires; then
@@ -238,10 +238,7 @@ fn task_of<T: for<'de> Deserialize<'de>>(
     if !declared(&cx.client_capabilities()) {
         return Err(undeclared());
     }
-    let raw = params
-        .as_deref()
-        .ok_or_else(|| ErrorObject::invalid_params("missing params"))?;
-    let p: T = serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?;
+    let p: T = required(params)?;
     let entry = cx.server().inner.tasks.get(&cx.task_owner(), id(&p))?;
     Ok((entry, p))
 }
@@ -252,14 +249,10 @@ struct TaskId {
     task_id: String,
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<Reply, ErrorObject> {
-    Reply::json(value).map_err(ErrorObject::internal)
-}
-
 /// `tasks/get`: the task with its input requests, result or error.
 pub(crate) async fn get(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
     let (entry, _) = task_of(&params, &cx, |p: &TaskId| &p.task_id)?;
-    json(&entry.detailed())
+    result(&entry.detailed())
 }
 
 /// `tasks/update`: hand the answers to the input calls waiting for them; unknown and
@@ -293,7 +286,7 @@ pub(crate) async fn update(params: Params, cx: ServerContext) -> Result<Reply, E
     if resumed {
         notify(cx.server(), &entry).await;
     }
-    json(&EmptyResult::default())
+    result(&EmptyResult::default())
 }
 
 /// `tasks/cancel`: cooperative; the same empty acknowledgement for a task that has
@@ -303,5 +296,5 @@ pub(crate) async fn cancel(params: Params, cx: ServerContext) -> Result<Reply, E
     if cx.server().inner.tasks.cancel(&entry).is_ok() {
         notify(cx.server(), &entry).await;
     }
-    json(&EmptyResult::default())
+    result(&EmptyResult::default())
 }

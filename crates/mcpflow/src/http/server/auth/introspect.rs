@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::verify::principal_from_claims;
 use super::{TokenVerifier, VerifyError};
+use crate::auth::body::{CappedBody, read_capped};
 use crate::server::Principal;
 use crate::session::BoxFuture;
 
@@ -100,22 +101,21 @@ impl IntrospectionVerifier {
             request = request.basic_auth(id, Some(secret));
         }
         let unavailable = |e: reqwest::Error| VerifyError::Unavailable(e.without_url().to_string());
-        let mut response = request.send().await.map_err(unavailable)?;
+        let response = request.send().await.map_err(unavailable)?;
         if !response.status().is_success() {
             return Err(VerifyError::Unavailable(format!(
                 "the introspection endpoint answered {}",
                 response.status()
             )));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unavailable)? {
-            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(VerifyError::Unavailable(
-                    "the introspection answer is too large".into(),
-                ));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = read_capped(response, MAX_ANSWER_BYTES)
+            .await
+            .map_err(|e| match e {
+                CappedBody::TooLarge => {
+                    VerifyError::Unavailable("the introspection answer is too large".into())
+                }
+                CappedBody::Network(e) => unavailable(e),
+            })?;
         serde_json::from_slice(&body).map_err(|e| {
             VerifyError::Unavailable(format!("the introspection answer is not JSON: {e}"))
         })

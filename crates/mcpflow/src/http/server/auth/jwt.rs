@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::verify::principal_from_claims;
 use super::{TokenVerifier, VerifyError};
+use crate::auth::body::{CappedBody, read_capped};
 use crate::server::Principal;
 use crate::session::BoxFuture;
 
@@ -157,7 +158,7 @@ impl JwtVerifier {
         let get = async {
             let unavailable =
                 |e: reqwest::Error| VerifyError::Unavailable(e.without_url().to_string());
-            let mut response = self
+            let response = self
                 .http
                 .get(self.jwks_uri.clone())
                 .send()
@@ -169,13 +170,14 @@ impl JwtVerifier {
                     response.status()
                 )));
             }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(unavailable)? {
-                if body.len() + chunk.len() > MAX_JWKS_BYTES {
-                    return Err(VerifyError::Unavailable("the key set is too large".into()));
-                }
-                body.extend_from_slice(&chunk);
-            }
+            let body = read_capped(response, MAX_JWKS_BYTES)
+                .await
+                .map_err(|e| match e {
+                    CappedBody::TooLarge => {
+                        VerifyError::Unavailable("the key set is too large".into())
+                    }
+                    CappedBody::Network(e) => unavailable(e),
+                })?;
             serde_json::from_slice::<JwkSet>(&body)
                 .map_err(|e| VerifyError::Unavailable(format!("the key set is malformed: {e}")))
         };
