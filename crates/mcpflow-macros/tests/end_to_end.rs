@@ -19,7 +19,7 @@ use serde_json::json;
 use wait::bounded;
 
 /// The bounded waits of mcpflow's integration tests.
-#[allow(dead_code)] // `bounded_for` is for paused clocks, which these tests do not use
+#[allow(dead_code)] // `bounded_for` (paused clocks) and `until` are not used here
 #[path = "../../mcpflow/tests/common/wait.rs"]
 mod wait;
 

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{AnyTransport, Kind, RawPeer, bounded, pair};
+use common::{AnyTransport, Kind, RawPeer, bounded, pair, until};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use mcpflow::http::server::HttpServer;
 use mcpflow::protocol::{
     CallToolResult, ElicitAction, ElicitRequestParams, LoggingLevel, ReadResourceResult, Resource,
@@ -11,6 +14,7 @@ use mcpflow::protocol::{
 };
 use mcpflow::server::{Server, ServerContext, ToolError};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 fn name_form(message: &str) -> ElicitRequestParams {
     let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
@@ -541,5 +545,128 @@ async fn http_listen_is_an_event_stream_fed_from_outside() {
         messages[2]["id"], 9,
         "the final result ends the stream: {body}"
     );
+    bounded("shutdown", running.shutdown()).await;
+}
+
+/// Whatever a sessionless exchange creates ends with it: after answers of every kind
+/// (JSON, an event stream, a refusal, an `input_required` round) and a listen stream the
+/// client dropped, no exchange is left running.
+#[tokio::test]
+async fn http_sessionless_exchanges_end_with_their_answer() {
+    let running = common::http::serve(HttpServer::new(server())).await;
+    let url = running.url();
+    let named =
+        |method: &'static str, name: &'static str| [V, ("mcp-method", method), ("mcp-name", name)];
+    for round in 0..20 {
+        let id = round * 10;
+        let discover = request(id, "server/discover", json!({}));
+        let (status, body) = post(&url, &discover, &[V, ("mcp-method", "server/discover")]).await;
+        assert_eq!(status, 200, "{body}");
+        let list = request(id + 1, "tools/list", json!({}));
+        let (status, body) = post(&url, &list, &[V, ("mcp-method", "tools/list")]).await;
+        assert_eq!(status, 200, "{body}");
+        let plain = request(id + 2, "tools/call", json!({"name": "plain"}));
+        let (status, body) = post(&url, &plain, &named("tools/call", "plain")).await;
+        assert_eq!(body["result"]["resultType"], "complete", "{status} {body}");
+        let read = request(id + 3, "resources/read", json!({"uri": "test://r"}));
+        let (status, body) = post(&url, &read, &named("resources/read", "test://r")).await;
+        assert_eq!(status, 200, "{body}");
+        let asks = request(id + 4, "tools/call", json!({"name": "ask"}));
+        let (_, body) = post(&url, &asks, &named("tools/call", "ask")).await;
+        assert_eq!(body["result"]["resultType"], "input_required", "{body}");
+        let refused = json!({"_meta": envelope(json!({})), "name": "ask"});
+        let refused = request(id + 5, "tools/call", refused);
+        let (status, _) = post(&url, &refused, &named("tools/call", "ask")).await;
+        assert_eq!(status, 400);
+        let mut meta = envelope(json!({}));
+        meta["io.modelcontextprotocol/logLevel"] = json!("info");
+        let logs = request(id + 6, "tools/call", json!({"name": "log", "_meta": meta}));
+        let streamed = bounded(
+            "a streamed 2026-07-28 answer",
+            reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header(V.0, V.1)
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "log")
+                .body(logs.to_string())
+                .send(),
+        )
+        .await
+        .expect("POST");
+        let text = bounded("the event stream to end", streamed.text())
+            .await
+            .expect("body");
+        assert!(text.contains("\"logged\""), "{text}");
+    }
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let listen = request(9999, "subscriptions/listen", params);
+    let mut response = bounded(
+        "the listen POST",
+        reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header(V.0, V.1)
+            .header("mcp-method", "subscriptions/listen")
+            .body(listen.to_string())
+            .send(),
+    )
+    .await
+    .expect("POST");
+    bounded("the acknowledgement", response.chunk())
+        .await
+        .expect("read");
+    assert_eq!(
+        running.stats().sessionless_exchanges,
+        1,
+        "the listen stream is open"
+    );
+    drop(response);
+    until("every sessionless exchange to end", || {
+        running.stats().sessionless_exchanges == 0
+    })
+    .await;
+    bounded("shutdown", running.shutdown()).await;
+}
+
+/// A client that gives up on a sessionless call before its answer ends the exchange:
+/// the handler sees its cancellation and nothing of the exchange is left.
+#[tokio::test]
+async fn http_a_sessionless_call_abandoned_by_its_client_ends() {
+    let started = Arc::new(Notify::new());
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (s, c) = (started.clone(), cancelled.clone());
+    let hangs = Server::builder("hangs", "1")
+        .tool(common::tool("hang"), move |_args, cx| {
+            let (started, cancelled) = (s.clone(), c.clone());
+            async move {
+                started.notify_one();
+                cx.cancellation().cancelled().await;
+                cancelled.store(true, Ordering::SeqCst);
+                Ok(CallToolResult::text("cancelled"))
+            }
+        })
+        .build();
+    let running = common::http::serve(HttpServer::new(hangs)).await;
+    let url = running.url();
+    for id in 0..5 {
+        cancelled.store(false, Ordering::SeqCst);
+        let call = request(id, "tools/call", json!({"name": "hang"}));
+        let headers = [V, ("mcp-method", "tools/call"), ("mcp-name", "hang")];
+        let url = url.clone();
+        let client = tokio::spawn(async move { post(&url, &call, &headers).await });
+        bounded("the handler to start", started.notified()).await;
+        client.abort();
+        until("the handler to see its cancellation", || {
+            cancelled.load(Ordering::SeqCst)
+        })
+        .await;
+        until("the abandoned exchange to end", || {
+            running.stats().sessionless_exchanges == 0
+        })
+        .await;
+    }
     bounded("shutdown", running.shutdown()).await;
 }

@@ -11,8 +11,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::bounded;
 use common::http::serve;
+use common::{bounded, until};
 use mcpflow::Client;
 use mcpflow::http::client::HttpClientTransport;
 use mcpflow::http::server::{HttpServer, RunningHttpServer};
@@ -72,16 +72,6 @@ async fn probe(running: &RunningHttpServer, what: &str) {
     bounded(what, session)
         .await
         .unwrap_or_else(|e| panic!("{what}: the probe failed: {e}"));
-}
-
-/// Wait until `condition` holds, checking every 10 ms, for at most 10 s.
-async fn until(what: &str, condition: impl Fn() -> bool) {
-    bounded(what, async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 /// A raw connection that has sent `bytes`.

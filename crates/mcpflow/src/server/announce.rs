@@ -149,8 +149,8 @@ impl Server {
             .connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        connections.retain(|(peer, _)| !peer.is_closed());
-        connections.clone()
+        connections.prune();
+        connections.open.clone()
     }
 
     /// Announce a list change to handshake-era connections and to the listen streams
@@ -170,4 +170,28 @@ fn remove_where<T>(items: &mut Vec<T>, matches: impl Fn(&T) -> bool) -> bool {
     let before = items.len();
     items.retain(|item| !matches(item));
     items.len() != before
+}
+
+/// The connections a server announces to. Closed ones are dropped when the list has
+/// doubled since the last pruning, so adding one costs O(1) amortized however many are
+/// open.
+#[derive(Default)]
+pub(super) struct Connections {
+    open: Vec<(Peer, Weak<Connection>)>,
+    prune_at: usize,
+}
+
+impl Connections {
+    /// Track one more connection.
+    pub(super) fn push(&mut self, peer: Peer, connection: Weak<Connection>) {
+        if self.open.len() >= self.prune_at {
+            self.prune();
+        }
+        self.open.push((peer, connection));
+    }
+
+    fn prune(&mut self) {
+        self.open.retain(|(peer, _)| !peer.is_closed());
+        self.prune_at = (self.open.len() * 2).max(64);
+    }
 }

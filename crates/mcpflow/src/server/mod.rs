@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::prompts::Prompt;
@@ -100,7 +100,7 @@ struct ServerInner {
     /// Every task of every connection, within the server's task limits.
     tasks: Arc<tasks::TaskStore>,
     /// Every connection served, for what the server announces to all of them.
-    connections: Mutex<Vec<(Peer, Weak<Connection>)>>,
+    connections: Mutex<announce::Connections>,
     /// Whether 2026-07-28 requests are served.
     modern: bool,
     cache_hints: CacheHints,
@@ -369,7 +369,7 @@ impl ServerBuilder {
                 on_initialize: self.on_initialize,
                 on_notification: self.on_notification,
                 tasks: Arc::new(tasks::TaskStore::new(self.task_limits)),
-                connections: Mutex::new(Vec::new()),
+                connections: Mutex::default(),
                 modern: self.modern,
                 cache_hints: self.cache_hints,
                 state_key: self.state_key.unwrap_or_else(StateKey::random),
@@ -438,14 +438,15 @@ impl Server {
             connection: connection.clone(),
         });
         let session = Session::start(transport, service, self.inner.config.clone());
-        let mut connections = self
-            .inner
-            .connections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        connections.retain(|(peer, _)| !peer.is_closed());
-        connections.push((session.peer().clone(), Arc::downgrade(&connection)));
-        drop(connections);
+        // A connection of 2026-07-28 requests only takes no broadcast: announcements
+        // reach those clients through their listen streams.
+        if !connection.modern_only.load(Ordering::Acquire) {
+            self.inner
+                .connections
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(session.peer().clone(), Arc::downgrade(&connection));
+        }
         RunningServer {
             session,
             connection,

@@ -22,7 +22,7 @@ use serde_json::Value;
 #[allow(unused_imports)]
 pub use rng::Rng;
 #[allow(unused_imports)]
-pub use wait::{bounded, bounded_for};
+pub use wait::{bounded, bounded_for, until};
 
 /// A tool that takes any object: for servers whose handlers are the point of a test.
 pub fn tool(name: &str) -> mcpflow::protocol::Tool {

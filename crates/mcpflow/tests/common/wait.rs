@@ -16,3 +16,14 @@ pub async fn bounded_for<F: Future>(limit: Duration, what: &str, fut: F) -> F::O
         Err(_) => panic!("timed out ({limit:?}) waiting for: {what}"),
     }
 }
+
+/// Wait, bounded, until `condition` holds: for state a test can only read (a server's
+/// statistics), checked every 10 ms.
+pub async fn until(what: &str, condition: impl Fn() -> bool) {
+    bounded(what, async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}

@@ -483,12 +483,20 @@ async fn post_modern(
     if let Some(Extension(principal)) = principal {
         session.bind(principal);
     }
+    // The session keeps no sender of its own: the engine ends once the stream and the
+    // cancel guard below are done with theirs.
+    let sender = session
+        .take_sender()
+        .ok_or(StreamError::Gone)
+        .map_err(stream_error)?;
     let served = state
         .server
         .serve_modern(transport, session.principal.clone())
         .wait();
     let (stopping, ended) = (state.stopping.clone(), session.clone());
+    let exchange = state.exchanges.start();
     tokio::spawn(async move {
+        let _exchange = exchange;
         tokio::pin!(served);
         tokio::select! {
             () = &mut served => {}
@@ -498,10 +506,6 @@ async fn post_modern(
             }
         }
     });
-    let sender = session
-        .sender()
-        .ok_or(StreamError::Gone)
-        .map_err(stream_error)?;
     let sse = sse_ok && (post.streams || !json_ok);
     let reply = session
         .open(
@@ -515,7 +519,7 @@ async fn post_modern(
         .send(InboundFrame::Message(body))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
-    let cancel = super::modern::CancelOnDrop::new(sender, post.id.clone());
+    let cancel = super::modern::CancelOnDrop::new(sender, session, post.id.clone());
     match reply {
         Reply::Sse(events) => {
             let mut response = sse_response(events, state, None);

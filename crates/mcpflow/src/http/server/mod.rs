@@ -498,6 +498,7 @@ impl RunningHttpServer {
             expired_sessions: self.state.expired.load(Ordering::Relaxed),
             buffered_body_bytes: self.state.body_budget.in_use(),
             queued_event_bytes: self.state.queue_budget.queued(),
+            sessionless_exchanges: self.state.exchanges.get(),
         }
     }
 
@@ -535,6 +536,10 @@ pub struct HttpServerStats {
     pub buffered_body_bytes: usize,
     /// Bytes of events queued for clients now.
     pub queued_event_bytes: usize,
+    /// 2026-07-28 requests without a session still being served (each runs on an
+    /// engine of its own that ends with its answer, or with its stream for
+    /// `subscriptions/listen`).
+    pub sessionless_exchanges: usize,
 }
 
 /// The connection cap when none is set: seven eighths of the open-file limit (the rest

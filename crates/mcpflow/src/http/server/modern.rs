@@ -4,6 +4,8 @@
 //! -32020), and a JSON error answer gets the HTTP status the spec gives its code (404
 //! for -32601, 400 for the envelope errors).
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -15,6 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::handlers::{Refusal, refuse};
+use super::session::HttpSession;
 use crate::http::PROTOCOL_VERSION_HEADER;
 use crate::server::{Server, is_modern_method, is_modern_request};
 
@@ -251,19 +254,23 @@ pub(crate) fn status_of(body: &[u8]) -> StatusCode {
 /// Cancels a sessionless 2026-07-28 request when its response is dropped before it was
 /// answered: a client closing the response stream cancels the request (there is no
 /// `notifications/cancelled` over HTTP), so the handler sees its cancellation instead
-/// of running on unobserved.
+/// of running on unobserved, and the stream that waited for its answer is released, so
+/// the exchange ends.
 pub(crate) struct CancelOnDrop {
     inbound: Option<tokio::sync::mpsc::Sender<crate::transport::InboundFrame>>,
+    session: Arc<HttpSession>,
     id: RequestId,
 }
 
 impl CancelOnDrop {
     pub(crate) fn new(
         inbound: tokio::sync::mpsc::Sender<crate::transport::InboundFrame>,
+        session: Arc<HttpSession>,
         id: RequestId,
     ) -> Self {
         CancelOnDrop {
             inbound: Some(inbound),
+            session,
             id,
         }
     }
@@ -279,6 +286,9 @@ impl Drop for CancelOnDrop {
         let Some(inbound) = self.inbound.take() else {
             return;
         };
+        // The stream owes no answer any more: it ends, and with it its hold on the
+        // engine.
+        self.session.cancelled(&self.id);
         let cancel = serde_json::json!({
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",

@@ -312,6 +312,13 @@ impl HttpSession {
         lock(&self.inbound).clone()
     }
 
+    /// The sender to the engine's reader, taken out of the session, for an exchange
+    /// without a session: its engine then ends as soon as the holders of this sender
+    /// (the open stream, the request's cancel guard) are done with it.
+    pub(crate) fn take_sender(&self) -> Option<mpsc::Sender<InboundFrame>> {
+        lock(&self.inbound).take()
+    }
+
     /// End the session: the engine's reader sees the end of input and closes in order,
     /// and every open stream ends.
     pub(crate) fn terminate(&self) {

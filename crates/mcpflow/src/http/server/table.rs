@@ -42,6 +42,33 @@ pub(crate) struct AppState {
     /// exchanges still open (a `subscriptions/listen` stream would otherwise hold its
     /// connection, and the socket, through the shutdown grace).
     pub(super) stopping: tokio_util::sync::CancellationToken,
+    /// Sessionless 2026-07-28 exchanges whose engine is still running.
+    pub(super) exchanges: InFlight,
+}
+
+/// A count of things in flight, each held by the guard [`InFlight::start`] returns.
+#[derive(Default)]
+pub(crate) struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    /// Count one more until the guard is dropped.
+    pub(super) fn start(&self) -> InFlightGuard {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        InFlightGuard(self.0.clone())
+    }
+
+    pub(super) fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One of an [`InFlight`] count.
+pub(crate) struct InFlightGuard(Arc<AtomicUsize>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Drop for AppState {
@@ -68,6 +95,7 @@ impl AppState {
             connections: Arc::default(),
             evictable: Mutex::default(),
             stopping: tokio_util::sync::CancellationToken::new(),
+            exchanges: InFlight::default(),
         }
     }
 
