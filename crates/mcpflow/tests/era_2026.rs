@@ -404,7 +404,8 @@ async fn the_switch_turns_the_modern_era_off() {
 
 // ---- HTTP without a session --------------------------------------------------------------
 
-async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (reqwest::StatusCode, Value) {
+/// Send a 2026-07-28 POST; the response, its body unread.
+async fn send(url: &str, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -413,9 +414,13 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (reqwest::St
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let response = bounded("a 2026-07-28 POST", request.send())
+    bounded("a 2026-07-28 POST", request.send())
         .await
-        .expect("POST");
+        .expect("POST")
+}
+
+async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (reqwest::StatusCode, Value) {
+    let response = send(url, body, headers).await;
     let status = response.status();
     let text = bounded("its body", response.text()).await.expect("body");
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
@@ -489,19 +494,12 @@ async fn http_listen_is_an_event_stream_fed_from_outside() {
     let running = common::http::serve(HttpServer::new(served.clone())).await;
     let params = json!({"notifications": {"toolsListChanged": true}});
     let listen = request(9, "subscriptions/listen", params);
-    let mut response = bounded(
-        "the listen POST",
-        reqwest::Client::new()
-            .post(running.url())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header(V.0, V.1)
-            .header("mcp-method", "subscriptions/listen")
-            .body(listen.to_string())
-            .send(),
+    let mut response = send(
+        &running.url(),
+        &listen,
+        &[V, ("mcp-method", "subscriptions/listen")],
     )
-    .await
-    .expect("POST");
+    .await;
     assert_eq!(response.status(), 200);
     let mut body = String::new();
     let mut announced = false;
@@ -581,20 +579,7 @@ async fn http_sessionless_exchanges_end_with_their_answer() {
         let mut meta = envelope(json!({}));
         meta["io.modelcontextprotocol/logLevel"] = json!("info");
         let logs = request(id + 6, "tools/call", json!({"name": "log", "_meta": meta}));
-        let streamed = bounded(
-            "a streamed 2026-07-28 answer",
-            reqwest::Client::new()
-                .post(&url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header(V.0, V.1)
-                .header("mcp-method", "tools/call")
-                .header("mcp-name", "log")
-                .body(logs.to_string())
-                .send(),
-        )
-        .await
-        .expect("POST");
+        let streamed = send(&url, &logs, &named("tools/call", "log")).await;
         let text = bounded("the event stream to end", streamed.text())
             .await
             .expect("body");
@@ -602,19 +587,7 @@ async fn http_sessionless_exchanges_end_with_their_answer() {
     }
     let params = json!({"notifications": {"toolsListChanged": true}});
     let listen = request(9999, "subscriptions/listen", params);
-    let mut response = bounded(
-        "the listen POST",
-        reqwest::Client::new()
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header(V.0, V.1)
-            .header("mcp-method", "subscriptions/listen")
-            .body(listen.to_string())
-            .send(),
-    )
-    .await
-    .expect("POST");
+    let mut response = send(&url, &listen, &[V, ("mcp-method", "subscriptions/listen")]).await;
     bounded("the acknowledgement", response.chunk())
         .await
         .expect("read");
