@@ -32,6 +32,8 @@ pub struct Conn {
     pub connects: usize,
     /// Requests sent again because a reused connection was found closed.
     pub retries: usize,
+    /// Headers sent with every request, as `Name: value\r\n` lines.
+    extra: String,
 }
 
 impl Conn {
@@ -50,7 +52,16 @@ impl Conn {
             stream: None,
             connects: 0,
             retries: 0,
+            extra: String::new(),
         })
+    }
+
+    /// Send `headers` with every request.
+    pub fn with_headers(mut self, headers: &[(&str, &str)]) -> Conn {
+        for (name, value) in headers {
+            self.extra.push_str(&format!("{name}: {value}\r\n"));
+        }
+        self
     }
 
     /// Send one request and read its whole answer, within [`REQUEST_TIMEOUT`].
@@ -101,6 +112,7 @@ impl Conn {
                 "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: {PROTOCOL}\r\n"
             ));
         }
+        head.push_str(&self.extra);
         head.push_str("\r\n");
         let mut bytes = head.into_bytes();
         bytes.extend_from_slice(body.as_bytes());

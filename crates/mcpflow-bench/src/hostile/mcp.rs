@@ -188,13 +188,32 @@ pub async fn full_session(client: &reqwest::Client, url: &str) -> Result<(), Str
     Ok(())
 }
 
-/// Wait until `url` answers a full session, for `limit` at most.
+/// Whether `url` answers `initialize` with a result (with a session or, on a server
+/// without sessions, without one).
+async fn answers_initialize(client: &reqwest::Client, url: &str) -> Result<(), String> {
+    let reply = send(
+        client,
+        reqwest::Method::POST,
+        url,
+        None,
+        Some(&initialize()),
+    )
+    .await?;
+    let has_result = reply.message().is_some_and(|m| m.get("result").is_some());
+    if reply.status == 200 && has_result {
+        Ok(())
+    } else {
+        Err(reply.describe())
+    }
+}
+
+/// Wait until `url` answers `initialize`, for `limit` at most.
 pub async fn wait_ready(url: &str, limit: Duration) -> Result<(), String> {
     let client = client(false)?;
     let start = Instant::now();
     let mut last = String::from("nothing tried");
     while start.elapsed() < limit {
-        match tokio::time::timeout(PROBE_TIMEOUT, full_session(&client, url)).await {
+        match tokio::time::timeout(PROBE_TIMEOUT, answers_initialize(&client, url)).await {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(e)) => last = e,
             Err(_) => last = "timeout".to_owned(),

@@ -13,8 +13,9 @@
 //! Every wait is bounded, the server is killed at the end, and one markdown table sums the
 //! run up. The attacks are described on [`Attack`]'s variants.
 //!
-//! Two modes are honest load rather than attacks, for before/after comparisons: `load` and
-//! `soak` (see [`load`] and [`soak`]). They run with the sampler but without the probe.
+//! Three modes are honest load rather than attacks, for before/after comparisons: `load`,
+//! `calls` and `soak` (see [`load`], [`calls`] and [`soak`]). They run with the sampler
+//! but without the probe.
 //!
 //! ```sh
 //! mcpflow-bench hostile --server 'mcpflow serve everything --http 127.0.0.1:{port}' stalled-upload
@@ -23,9 +24,11 @@
 //!     never-read --big echo --big-kib 3072
 //! mcpflow-bench hostile --server 'mcpflow serve everything --http 127.0.0.1:{port}' \
 //!     load --clients 1000 --calls 50
+//! mcpflow-bench hostile --server '...' calls --connections 10 --calls 1000000 --idle 60
 //! mcpflow-bench hostile --server '...' soak --clients 20 --rate 5 --duration 300
 //! ```
 
+mod calls;
 mod conn;
 mod load;
 mod mcp;
@@ -148,6 +151,27 @@ pub enum Attack {
         #[arg(long, default_value_t = 50)]
         calls: usize,
     },
+    /// Honest load without sessions: keep-alive connections posting tools/call of
+    /// `test_simple_text` back to back, as 2026-07-28 requests or (`--era handshake`) as
+    /// 2025-11-25 requests to a stateless server, with the server's RSS every `--every`
+    /// calls and its RSS and CPU time after `--idle` seconds without traffic.
+    Calls {
+        /// Keep-alive connections, each with one request in flight.
+        #[arg(long, default_value_t = 10)]
+        connections: usize,
+        /// Calls in all.
+        #[arg(long, default_value_t = 100_000)]
+        calls: u64,
+        /// Calls between two RSS checkpoints.
+        #[arg(long, default_value_t = 100_000)]
+        every: u64,
+        /// Which requests to send.
+        #[arg(long, value_enum, default_value = "2026-07-28")]
+        era: calls::Era,
+        /// Seconds without traffic after the calls, then RSS and CPU time again.
+        #[arg(long, default_value_t = 0)]
+        idle: u64,
+    },
     /// Honest soak: clients sending paced mixed traffic (tools, progress, logging, static
     /// and template resources, tools/list) in 50-request sessions each ended with DELETE.
     Soak {
@@ -171,6 +195,7 @@ impl Attack {
             Attack::AbandonedSessions { .. } => "abandoned-sessions",
             Attack::NeverRead { .. } => "never-read",
             Attack::Load { .. } => "load",
+            Attack::Calls { .. } => "calls",
             Attack::Soak { .. } => "soak",
         }
     }
@@ -194,7 +219,10 @@ pub async fn run(args: HostileArgs) -> i32 {
     }
     let sampler = server::Sampler::spawn(server.pid);
     let epoch = Instant::now() + Duration::from_secs(1);
-    let honest = matches!(args.attack, Attack::Load { .. } | Attack::Soak { .. });
+    let honest = matches!(
+        args.attack,
+        Attack::Load { .. } | Attack::Soak { .. } | Attack::Calls { .. }
+    );
     let probe = (!honest).then(|| mcp::Probe::spawn(url.clone(), epoch));
     tokio::time::sleep_until(epoch.into()).await;
     eprintln!("hostile: {} against {}", args.attack.name(), url);
@@ -241,6 +269,22 @@ pub async fn run(args: HostileArgs) -> i32 {
             never_read::run(&server.addr, &url, &args.path, &opts, &sampler).await
         }
         Attack::Load { clients, calls } => load::run(&url, *clients, *calls).await,
+        Attack::Calls {
+            connections,
+            calls,
+            every,
+            era,
+            idle,
+        } => {
+            let opts = calls::Opts {
+                connections: *connections,
+                calls: *calls,
+                every: *every,
+                era: *era,
+                idle: *idle,
+            };
+            calls::run(&url, server.pid, opts).await
+        }
         Attack::Soak {
             clients,
             rate,
