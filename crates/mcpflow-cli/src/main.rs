@@ -192,11 +192,13 @@ enum ServeWhat {
     Demo,
 }
 
-fn init_logging() {
-    // The library's own warnings about a failed request repeat the error this command
-    // prints; `RUST_LOG` shows them.
+/// Logs go to stderr when `RUST_LOG` asks for them. Without it only a server (`serve`,
+/// and the demo's in-process one) logs its warnings: a verb that talks to a server
+/// prints its own one-line error, and the library's log lines about the same failure
+/// (or a TLS verifier's) would only repeat it.
+fn init_logging(serves: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,mcpflow::http::client=error,mcpflow::host=error")
+        tracing_subscriber::EnvFilter::new(if serves { "warn" } else { "off" })
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -250,7 +252,7 @@ fn usage_message(e: &clap::Error, verb: &str) -> String {
 
 fn main() -> ExitCode {
     let cli = parse();
-    init_logging();
+    init_logging(matches!(cli.command, Command::Serve { .. } | Command::Demo));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -32,42 +32,96 @@ async fn close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm(
     let script = format!(
         "trap '' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; while :; do sleep 1; done"
     );
-    let child = ChildProcess::builder("sh")
-        .arg("-c")
-        .arg(script)
-        .close_grace(Duration::from_millis(200))
-        .spawn()
-        .expect("spawn sh");
-    let pid = child.pid().expect("pid");
-    // The script answers the first line as `initialize`: no `server/discover` probe.
-    let client = bounded(
-        "connect",
-        Client::builder("t", "1").era(Era::Handshake).connect(child),
-    )
-    .await
-    .expect("connect");
+    let (client, pid) = connect_script(script, Some(Duration::from_millis(200)), None).await;
     assert!(alive(pid));
     bounded("close escalates and ends", client.close()).await;
     assert!(!alive(pid), "the server process must be gone after close");
+}
+
+fn group_alive(pgid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", "--", &format!("-{pgid}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A client of the `sh` script `script`, which answers the first line as `initialize`
+/// (so the client does not probe with `server/discover`); the child's close grace and
+/// the session's, when given.
+async fn connect_script(
+    script: String,
+    child_grace: Option<Duration>,
+    session_grace: Option<Duration>,
+) -> (Client, u32) {
+    let mut child = ChildProcess::builder("sh").arg("-c").arg(script);
+    if let Some(grace) = child_grace {
+        child = child.close_grace(grace);
+    }
+    let child = child.spawn().expect("spawn sh");
+    let pid = child.pid().expect("pid");
+    let mut client = Client::builder("t", "1").era(Era::Handshake);
+    if let Some(grace) = session_grace {
+        let config = mcpflow::SessionConfig::builder().close_grace(grace).build();
+        client = client.session_config(config);
+    }
+    let client = bounded("connect", client.connect(child))
+        .await
+        .expect("connect");
+    (client, pid)
+}
+
+/// A child grace of 300 ms per step, a session grace of 20 ms.
+async fn connect_with_short_grace(script: String) -> (Client, u32) {
+    let child = Some(Duration::from_millis(300));
+    connect_script(script, child, Some(Duration::from_millis(20))).await
+}
+
+/// The session waits for the child's whole shutdown sequence, however short its own
+/// close grace: a server that ignores its stdin closing gets `SIGTERM` and the time to
+/// act on it, not an early `SIGKILL`.
+#[tokio::test]
+async fn close_waits_for_the_child_shutdown_sequence_however_short_the_session_grace() {
+    let marker = std::env::temp_dir().join(format!("mcpflow-sigterm-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = format!(
+        "trap 'echo term > {}; exit 0' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; while :; do sleep 0.05; done",
+        marker.display()
+    );
+    let (client, pid) = connect_with_short_grace(script).await;
+    bounded("close", client.close()).await;
+    assert!(
+        marker.exists(),
+        "the server got SIGTERM and ran its handler before close returned"
+    );
+    assert!(!alive(pid));
+    let _ = std::fs::remove_file(&marker);
+}
+
+/// A server that ignores stdin closing and `SIGTERM`, and the processes it started, are
+/// killed with its process group: none of them outlives `close`.
+#[tokio::test]
+async fn close_kills_the_whole_group_of_a_stubborn_server() {
+    let script = format!(
+        "trap '' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; sleep 60 & while :; do sleep 1; done"
+    );
+    let (client, pid) = connect_with_short_grace(script).await;
+    assert!(group_alive(pid));
+    bounded("close", client.close()).await;
+    assert!(!alive(pid), "the server was reaped");
+    // Its children, killed with the group, are reaped by init in a moment.
+    common::until("no process of the server's group is left", || {
+        !group_alive(pid)
+    })
+    .await;
 }
 
 /// A server that exits when its stdin closes is reaped at the first step.
 #[tokio::test]
 async fn close_ends_a_well_behaved_server_by_closing_stdin() {
     let script = format!("read -r line; printf '%s\\n' '{INIT_REPLY}'; cat > /dev/null");
-    let child = ChildProcess::builder("sh")
-        .arg("-c")
-        .arg(script)
-        .spawn()
-        .expect("spawn sh");
-    let pid = child.pid().expect("pid");
-    // The script answers the first line as `initialize`: no `server/discover` probe.
-    let client = bounded(
-        "connect",
-        Client::builder("t", "1").era(Era::Handshake).connect(child),
-    )
-    .await
-    .expect("connect");
+    let (client, pid) = connect_script(script, None, None).await;
     bounded("close", client.close()).await;
     assert!(!alive(pid));
 }

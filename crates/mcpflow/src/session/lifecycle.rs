@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -20,7 +21,7 @@ use super::writer::{self, DirectWrite};
 use super::{Peer, Service, Shared, deadline, reader};
 use crate::config::SessionConfig;
 use crate::error::CloseReason;
-use crate::transport::Transport;
+use crate::transport::{FrameWriter, Transport};
 
 /// A running connection: owns its reader, writer, lane and request-timer tasks and its
 /// request handlers. Dropping it aborts them all; [`Session::close`] ends it in order.
@@ -32,6 +33,10 @@ pub struct Session {
     /// Fails pending requests whose time is up; ends with the connection.
     sweeper: Option<JoinHandle<()>>,
     writer_stop: Arc<Stop>,
+    /// How long the transport's own close may take ([`FrameWriter::close_time`]).
+    ///
+    /// [`FrameWriter::close_time`]: crate::transport::FrameWriter::close_time
+    transport_close: Option<Duration>,
 }
 
 impl fmt::Debug for Session {
@@ -51,6 +56,7 @@ impl Session {
         config: SessionConfig,
     ) -> Session {
         let (reader, writer) = transport.split();
+        let transport_close = writer.close_time();
         let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
         // The control queue holds the reader's own replies; sized so a peer must flood
         // us while not reading before one is dropped.
@@ -112,6 +118,7 @@ impl Session {
             lane: Some(lane),
             sweeper: Some(sweeper),
             writer_stop,
+            transport_close,
         }
     }
 
@@ -152,8 +159,10 @@ impl Session {
         }
         self.writer_stop.stop();
         if let Some(writer) = self.writer.take() {
-            // The transport's own close (a child's shutdown sequence) has its own bounds.
-            join_bounded(writer, grace * 4, "writer").await;
+            // A write and the drain get a grace each; the transport's own close (a
+            // child's shutdown sequence) has its own bound.
+            let close = self.transport_close.unwrap_or(grace * 2);
+            join_bounded(writer, grace * 2 + close, "writer").await;
         }
     }
 
@@ -164,10 +173,13 @@ impl Session {
     }
 }
 
-async fn join_bounded(mut handle: JoinHandle<()>, grace: std::time::Duration, what: &str) {
+async fn join_bounded(mut handle: JoinHandle<()>, grace: Duration, what: &str) {
     if tokio::time::timeout(grace, &mut handle).await.is_err() {
         tracing::warn!("{what} did not stop within {grace:?}; aborting it");
         handle.abort();
+        // What the task holds is dropped once it is cancelled (a child process is
+        // killed then): wait for that, so it happens before `close` returns.
+        let _ = tokio::time::timeout(grace, handle).await;
     }
 }
 

@@ -399,6 +399,11 @@ impl FrameWriter for ChildWriter {
         self.kill().await;
     }
 
+    /// Stdin closed and a wait, `SIGTERM` and a wait, `SIGKILL` and a wait for the exit.
+    fn close_time(&self) -> Option<Duration> {
+        Some(self.close_grace * 3)
+    }
+
     async fn abandon(&mut self) {
         // Dropped, not closed: closing flushes into a pipe that no longer drains.
         drop(self.stdin.take());

@@ -20,6 +20,7 @@
 //! | a child process | a client starting a server | [`child`] |
 
 use std::future::Future;
+use std::time::Duration;
 
 use bytes::Bytes;
 use mcpflow_protocol::RequestId;
@@ -256,6 +257,15 @@ pub trait FrameWriter: Send + 'static {
     /// briefly, for it to read.
     fn flush_apart(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
         self.flush()
+    }
+
+    /// The longest [`close`](Self::close) or [`abandon`](Self::abandon) may take, when
+    /// that can be longer than twice the session's close grace: a child process's whole
+    /// shutdown sequence (stdin closed, a wait, `SIGTERM`, a wait, `SIGKILL`). The
+    /// session waits that long for the transport to close before it gives up on it.
+    /// The default, `None`, allows twice the close grace.
+    fn close_time(&self) -> Option<Duration> {
+        None
     }
 
     /// End the stream carrying the answer to the peer's request `request` now, when the
