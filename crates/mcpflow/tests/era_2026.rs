@@ -359,6 +359,36 @@ async fn listen_acknowledges_then_streams_tagged_changes_until_closed() {
     );
 }
 
+/// A client that ends its input while a listen stream is open (stdin closed) gets a
+/// server that closes at once: the stream does not hold the close for its grace (60 s
+/// here, past the test's bound).
+#[tokio::test]
+async fn end_of_input_ends_an_open_listen_stream_at_once() {
+    let config = mcpflow::SessionConfig::builder()
+        .close_grace(std::time::Duration::from_secs(60))
+        .build();
+    let served = Server::builder("listen", "1")
+        .session_config(config)
+        .tool(common::tool("plain"), |_args, _cx| async move {
+            Ok(CallToolResult::text("plain"))
+        })
+        .build();
+    let (mut peer, running) = connect(&served);
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    peer.send(request(1, "subscriptions/listen", params)).await;
+    bounded(
+        "the listen acknowledgement",
+        peer.recv_until(|m| m["method"] == "notifications/subscriptions/acknowledged"),
+    )
+    .await;
+    peer.close().await;
+    bounded(
+        "the server to close after the end of its input",
+        running.wait(),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_handshake_client_on_the_same_stream_still_gets_requests() {
     let (mut peer, _running) = connect(&server());

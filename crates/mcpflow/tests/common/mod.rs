@@ -305,6 +305,11 @@ impl RawPeer {
         self.send_text(&value.to_string()).await;
     }
 
+    /// End this side's output (end of input for the other side, as a closed stdin).
+    pub async fn close(&mut self) {
+        self.writer.close().await;
+    }
+
     /// Whether a message may hold a newline: not in newline-delimited framing.
     pub fn newlines_allowed(&self) -> bool {
         matches!(self.writer, AnyWriter::Memory(_))

@@ -1,7 +1,7 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived request whose stream carries the
 //! list changes and resource updates the client asked for, each tagged with the listen
 //! request's id. It ends when the client cancels it (closing the HTTP stream, or
-//! `notifications/cancelled` on stdio), when the connection closes, or gracefully with
+//! `notifications/cancelled` on stdio), when the connection ends (stdin closed), or gracefully with
 //! a final result when the server ends it ([`Server::close_subscriptions`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -200,9 +200,12 @@ pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, E
         server.inner.listeners.remove(&listener);
         return Err(ErrorObject::internal(e));
     }
+    // A connection that ends (stdin at its end) ends the stream at once: it would
+    // otherwise hold the close for its whole grace, waiting for an answer nobody reads.
     tokio::select! {
         () = cx.cancellation().cancelled() => {}
         () = listener.end.cancelled() => {}
+        () = cx.peer().closed() => {}
     }
     server.inner.listeners.remove(&listener);
     let mut done = SubscriptionsListenResult {
