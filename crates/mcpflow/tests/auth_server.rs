@@ -506,3 +506,69 @@ async fn introspection_accepts_only_active_tokens_issued_for_this_resource() {
 #[cfg(feature = "jwt")]
 #[path = "auth_server/jwt.rs"]
 mod jwt;
+
+/// Read one HTTP/1.1 response head from `stream`: the status line and the headers,
+/// lower-cased.
+async fn read_head(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = bounded("a response head", stream.read(&mut byte))
+            .await
+            .expect("read");
+        assert_eq!(
+            n,
+            1,
+            "the connection closed mid-head: {:?}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).to_lowercase()
+}
+
+/// A 401 answered before the request's body arrived closes the connection and says
+/// so (`Connection: close`): a client that reused it would race the close and lose its
+/// next request ("Server disconnected without sending a response"). A request whose
+/// body was read keeps its connection.
+#[tokio::test]
+async fn an_answer_before_the_body_was_read_says_connection_close() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let running = common::http::serve(HttpServer::new(server()).auth(auth(tokens()))).await;
+    let addr = running.local_addr();
+    let body = initialize().to_string();
+    let head = |token: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{token}Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+    };
+    let mut stream = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .expect("connect");
+    // The headers alone: the body follows only once the answer is in.
+    stream.write_all(head("").as_bytes()).await.expect("write");
+    let answer = read_head(&mut stream).await;
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    let _ = stream.write_all(body.as_bytes()).await;
+    let mut rest = Vec::new();
+    let _ = bounded(
+        "the server to close the connection",
+        stream.read_to_end(&mut rest),
+    )
+    .await;
+
+    // With a token, the body is read and the connection stays open for the next request.
+    let mut stream = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .expect("connect");
+    let request = format!("{}{body}", head("Authorization: Bearer alice\r\n"));
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let answer = read_head(&mut stream).await;
+    assert!(answer.starts_with("http/1.1 200"), "{answer}");
+    assert!(!answer.contains("connection: close"), "{answer}");
+    bounded("shutdown", running.shutdown()).await;
+}

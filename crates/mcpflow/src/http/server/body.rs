@@ -1,14 +1,22 @@
 //! Reading a POST body under three limits: its size (refused from `Content-Length`
 //! before anything is read), a deadline, and a budget of bytes buffered across every
 //! request of the process, so that stalled uploads cannot add up to the memory of the
-//! machine.
+//! machine; and closing, openly, a connection whose request was answered before its
+//! body was read.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::http::header::CONTENT_LENGTH;
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::Request;
+use axum::http::header::{CONNECTION, CONTENT_LENGTH};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use hyper::body::{Frame, SizeHint};
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use mcpflow_protocol::ErrorCode;
@@ -148,4 +156,55 @@ fn too_large(message: String) -> Refusal {
         message,
     )
     .closing()
+}
+
+/// Middleware: a response given before its request's body was read to the end (a
+/// refusal from the authorization layer or a header check) says `Connection: close`.
+/// The unread body stands between this request and the next on the connection, so the
+/// server closes it after the response; said openly, a client does not send its next
+/// request into that close ("Server disconnected without sending a response").
+pub(super) async fn close_if_unread(request: Request, next: Next) -> Response {
+    if request.body().is_end_stream() {
+        return next.run(request).await;
+    }
+    let read = Arc::new(AtomicBool::new(false));
+    let flag = read.clone();
+    let request = request.map(move |inner| Body::new(Tracked { inner, read: flag }));
+    let mut response = next.run(request).await;
+    if !read.load(Ordering::Acquire) {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// A request body that records when it was read to its end.
+struct Tracked {
+    inner: Body,
+    read: Arc<AtomicBool>,
+}
+
+impl HttpBody for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }

@@ -381,6 +381,7 @@ impl HttpServer {
                 router = router.route(&path, axum::routing::get(auth::serve_metadata));
             }
         }
+        let router = router.layer(axum::middleware::from_fn(body::close_if_unread));
         (router.with_state(state.clone()), state)
     }
 
