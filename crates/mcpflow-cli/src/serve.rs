@@ -39,8 +39,8 @@ pub struct HttpOptions {
     /// names; repeatable. `*` accepts any host (no DNS-rebinding protection).
     #[arg(long = "allow-host", global = true, value_name = "HOST")]
     allow_hosts: Vec<String>,
-    /// Accept browser requests from this origin (e.g. `https://app.example.com`);
-    /// repeatable.
+    /// Accept browser requests from this origin (e.g. `https://app.example.com`, or `*`
+    /// for any) and let its pages read the answers (CORS); repeatable.
     #[arg(long = "allow-origin", global = true, value_name = "ORIGIN")]
     allow_origins: Vec<String>,
     /// Keep no sessions: each request stands alone (no server-to-client requests, no

@@ -293,6 +293,26 @@ async fn a_missing_token_is_challenged_with_the_metadata_url_and_scope() {
         StatusCode::UNAUTHORIZED,
         "not a bearer token"
     );
+    // A page served from an allowed host can read the challenge, to start its flow.
+    let from_page = Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", "localhost")
+        .header("origin", "http://localhost:5173")
+        .body(Body::from(initialize().to_string()))
+        .expect("request");
+    let response = bounded("a page's request", router.clone().oneshot(from_page))
+        .await
+        .expect("infallible");
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
+    let exposed = response.headers()["access-control-expose-headers"]
+        .to_str()
+        .expect("text");
+    assert!(exposed.contains("WWW-Authenticate"), "{exposed}");
 }
 
 #[tokio::test]

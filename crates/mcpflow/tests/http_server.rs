@@ -512,6 +512,95 @@ async fn dns_rebinding_is_refused_unless_allow_listed() {
     bounded("shutdown", running.shutdown()).await;
 }
 
+/// A page from an allowed origin gets its preflight answered and may read the answers
+/// and the session id; a page from any other origin gets a refused preflight and no
+/// CORS header (field defect 12: `--allow-origin` gave 405 and no CORS headers).
+#[tokio::test]
+async fn pages_from_allowed_origins_get_cors_and_others_are_refused() {
+    let app = "https://app.example.com";
+    let http = HttpServer::new(test_server(Arc::default())).allowed_origins([app]);
+    let running = serve(http).await;
+    let url = running.url();
+    let client = reqwest::Client::new();
+    let preflight = |origin: &str| {
+        client
+            .request(reqwest::Method::OPTIONS, &url)
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "content-type, mcp-session-id, mcp-protocol-version, authorization, mcp-param-city",
+            )
+            .send()
+    };
+    let answer = bounded("a preflight from the allowed origin", preflight(app))
+        .await
+        .expect("answered");
+    assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+    let header = |name: &str| {
+        answer
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    assert_eq!(header("access-control-allow-origin"), app);
+    assert!(header("access-control-allow-methods").contains("delete"));
+    for needed in [
+        "content-type",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "authorization",
+        "last-event-id",
+        "mcp-param-city",
+    ] {
+        assert!(
+            header("access-control-allow-headers").contains(needed),
+            "{needed}"
+        );
+    }
+    let refused = bounded(
+        "a preflight from another origin",
+        preflight("https://evil.example.com"),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert!(
+        refused
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"page","version":"1"}}});
+    let answer = bounded(
+        "initialize from the allowed origin",
+        client
+            .post(&url)
+            .header("origin", app)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string())
+            .send(),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(answer.headers()["access-control-allow-origin"], app);
+    let exposed = answer.headers()["access-control-expose-headers"]
+        .to_str()
+        .expect("text")
+        .to_ascii_lowercase();
+    assert!(
+        exposed.contains("mcp-session-id") && exposed.contains("www-authenticate"),
+        "{exposed}"
+    );
+    bounded("shutdown", running.shutdown()).await;
+}
+
 #[tokio::test]
 async fn malformed_requests_get_clear_http_errors_and_the_session_survives() {
     let server = HttpServer::new(test_server(Arc::default())).max_body_bytes(4096);

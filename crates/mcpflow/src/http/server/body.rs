@@ -16,9 +16,9 @@ use axum::http::header::{CONNECTION, CONTENT_LENGTH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use hyper::body::{Frame, SizeHint};
 use bytes::BytesMut;
 use futures_util::StreamExt;
+use hyper::body::{Frame, SizeHint};
 use mcpflow_protocol::ErrorCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 

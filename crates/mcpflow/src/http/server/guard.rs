@@ -75,13 +75,33 @@ impl HostGuard {
                     .as_ref()
                     .is_some_and(|hosts| host_allowed(hosts, h))
             });
-            if !by_host && !origins.contains(&origin) {
+            if !by_host && !origins.iter().any(|a| a == "*" || *a == origin) {
                 return Err(format!(
                     "Origin `{origin}` is not allowed (DNS-rebinding protection); allow it with HttpServer::allowed_origins (`mcpflow serve --allow-origin`)"
                 ));
             }
         }
         Ok(())
+    }
+}
+
+impl HostGuard {
+    /// Whether a page from `origin` may read this server's answers (CORS): it is one of
+    /// the allowed origins (`*` allows any), or its host is an allowed host (a page
+    /// served from the loopback names, by default). A server whose checks are off
+    /// allows no page unless origins were named.
+    pub(crate) fn allows_page(&self, origin: &str) -> bool {
+        let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+        let listed = self
+            .origins
+            .as_ref()
+            .is_some_and(|o| o.iter().any(|a| a == "*" || *a == origin));
+        let by_host = origin_host(&origin).is_some_and(|h| {
+            self.hosts
+                .as_ref()
+                .is_some_and(|hosts| host_allowed(hosts, h))
+        });
+        listed || by_host
     }
 }
 

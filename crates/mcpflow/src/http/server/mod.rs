@@ -76,6 +76,7 @@
 #[cfg(feature = "http-client")]
 pub mod auth;
 mod body;
+mod cors;
 mod events;
 mod guard;
 mod handlers;
@@ -328,7 +329,17 @@ impl HttpServer {
         self
     }
 
-    /// Accept browser requests from these origins (`https://app.example.com`).
+    /// Accept browser requests from these origins (`https://app.example.com`; `*` for
+    /// any): their preflights are answered and their pages may read the answers (CORS),
+    /// as may pages served from an allowed host. Other origins are refused (403).
+    ///
+    /// ```
+    /// # use mcpflow::http::server::HttpServer;
+    /// # use mcpflow::server::Server;
+    /// let server = Server::builder("calc", "1.0.0").build();
+    /// let http = HttpServer::new(server).allowed_origins(["https://app.example.com"]);
+    /// # drop(http);
+    /// ```
     pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -373,6 +384,12 @@ impl HttpServer {
             state.clone(),
             auth::authorize,
         ));
+        // Outside the authorization layer: a preflight carries no token, and a page must
+        // be able to read a 401's challenge.
+        let guard = state.config.guard.clone();
+        let mcp = mcp.layer(axum::middleware::from_fn(move |request, next| {
+            cors::cors(guard.clone(), request, next)
+        }));
         #[allow(unused_mut)] // mutated only with authorization compiled in
         let mut router = Router::new().route(&endpoint, mcp);
         #[cfg(feature = "http-client")]
