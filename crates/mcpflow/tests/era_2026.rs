@@ -515,6 +515,11 @@ async fn http_serves_modern_posts_without_a_session_and_checks_headers() {
         (400, &json!(-32021)),
         "{body}"
     );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`elicitation.form` (form elicitation)"),
+        "the refusal names the capability: {message}"
+    );
     bounded("shutdown", running.shutdown()).await;
 }
 

@@ -93,6 +93,23 @@ fn test_server(release: Arc<Notify>) -> Server {
             },
         )
         .tool(
+            Tool::new(
+                "sample",
+                "Asks the client's model",
+                Tool::empty_input_schema(),
+            ),
+            |_args, cx| async move {
+                let params = mcpflow::protocol::CreateMessageRequestParams::new(
+                    vec![mcpflow::protocol::SamplingMessage::user_text("hi")],
+                    16,
+                );
+                match cx.create_message(params).await {
+                    Ok(_) => Ok(CallToolResult::text("sampled")),
+                    Err(e) => Ok(CallToolResult::error(e.to_string())),
+                }
+            },
+        )
+        .tool(
             Tool::new("slow", "Never finishes", Tool::empty_input_schema()),
             |_args, cx| async move {
                 cx.cancellation().cancelled().await;
@@ -770,6 +787,19 @@ async fn json_responses_and_stateless_mode() {
     assert_eq!(
         peer.get(None).await.status(),
         StatusCode::METHOD_NOT_ALLOWED
+    );
+    // A server-to-client request has no session to go on: the refusal says so rather
+    // than blame the client for its capabilities (field defect 11).
+    let response = bounded(
+        "stateless sampling",
+        peer.post(&call_tool(2, "sample", false)).send(),
+    )
+    .await
+    .expect("answered");
+    let text = bounded("its stream", response.text()).await.expect("ends");
+    assert!(
+        text.contains("stateless") && !text.contains("did not declare"),
+        "{text}"
     );
     bounded("shutdown", running.shutdown()).await;
 }

@@ -325,14 +325,14 @@ impl ServerContext {
         let Some(sampling) = caps.sampling else {
             return Err(self.undeclared(
                 method::SAMPLING_CREATE_MESSAGE,
-                "sampling",
+                ("sampling", "sampling"),
                 serde_json::json!({"sampling": {}}),
             ));
         };
         if with_tools && sampling.tools.is_none() {
             return Err(self.undeclared(
                 method::SAMPLING_CREATE_MESSAGE,
-                "sampling with tools (sampling.tools)",
+                ("sampling.tools", "sampling with tools"),
                 serde_json::json!({"sampling": {"tools": {}}}),
             ));
         }
@@ -357,14 +357,17 @@ impl ServerContext {
     /// [`SessionError::Rejected`] when the client did not declare the elicitation mode.
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, SessionError> {
         let caps = self.client_capabilities();
-        let (declared, mode) = match &params {
-            ElicitRequestParams::Url(_) => (caps.supports_url_elicitation(), "url"),
-            _ => (caps.supports_form_elicitation(), "form"),
+        let (declared, mode, what) = match &params {
+            ElicitRequestParams::Url(_) => {
+                (caps.supports_url_elicitation(), "url", "URL elicitation")
+            }
+            _ => (caps.supports_form_elicitation(), "form", "form elicitation"),
         };
         if !declared {
+            let key = format!("elicitation.{mode}");
             return Err(self.undeclared(
                 method::ELICITATION_CREATE,
-                "this elicitation mode",
+                (&key, what),
                 serde_json::json!({"elicitation": {mode: {}}}),
             ));
         }
@@ -431,7 +434,7 @@ impl ServerContext {
         if self.client_capabilities().roots.is_none() {
             return Err(self.undeclared(
                 method::ROOTS_LIST,
-                "roots",
+                ("roots", "roots"),
                 serde_json::json!({"roots": {}}),
             ));
         }
@@ -462,16 +465,37 @@ impl ServerContext {
 }
 
 impl ServerContext {
-    /// The refusal of an input call the client did not declare: `-32021` naming the
-    /// capability for a 2026-07-28 request.
-    fn undeclared(&self, method: &str, what: &str, required: serde_json::Value) -> SessionError {
-        if self.modern.is_some() {
-            return SessionError::Rejected {
-                method: method.into(),
-                error: super::modern::missing_capability(required, what),
-            };
+    /// The refusal of an input call the client did not declare, `capability` being
+    /// its key and what it is for (`("sampling.tools", "sampling with tools")`):
+    /// `-32021` with the capability for a 2026-07-28 request; for the handshake era,
+    /// the capability missing from `initialize`, or no `initialize` on this connection
+    /// at all (a stateless HTTP server has no session to send a request on).
+    fn undeclared(
+        &self,
+        method: &str,
+        capability: (&str, &str),
+        required: serde_json::Value,
+    ) -> SessionError {
+        let (key, what) = capability;
+        let error = if self.modern.is_some() {
+            super::modern::missing_capability(required, &format!("`{key}` ({what})"))
+        } else if self.connection.protocol_version().is_none() {
+            ErrorObject::new(
+                mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "cannot ask the client for {what} ({method}): this connection had no initialize handshake, as on a stateless HTTP server, which keeps no session to send requests on"
+                ),
+            )
+        } else {
+            ErrorObject::new(
+                mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
+                format!("the client did not declare the `{key}` capability ({what}) in initialize"),
+            )
+        };
+        SessionError::Rejected {
+            method: method.into(),
+            error,
         }
-        undeclared(method, what)
     }
 
     /// A 2026-07-28 input call: the answer this round carries for its key, or (with the
@@ -502,15 +526,5 @@ impl ServerContext {
         }
         round.ask(key, request);
         std::future::pending().await
-    }
-}
-
-fn undeclared(method: &str, what: &str) -> SessionError {
-    SessionError::Rejected {
-        method: method.into(),
-        error: ErrorObject::new(
-            mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
-            format!("the client did not declare {what} support in initialize"),
-        ),
     }
 }

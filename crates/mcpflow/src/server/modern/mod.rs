@@ -154,7 +154,7 @@ pub(crate) fn missing_capability(required: Value, what: &str) -> ErrorObject {
     ErrorObject::new(
         ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
         format!(
-            "this request needs the client capability {what}, which the request did not declare"
+            "this request needs the client capability {what}, which its clientCapabilities do not include"
         ),
     )
     .with_data(serde_json::json!({ "requiredCapabilities": required }))
