@@ -394,33 +394,12 @@ async fn enterprise_managed_authorization_trades_the_id_token_for_a_jwt_bearer_g
     });
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("log").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Every log line at every level (this test's runtime is single-threaded, so the
 /// thread-local subscriber sees every task), every error and every `Debug` output of a
 /// run with registration, refresh, step-up and a refused `iss`: no token or secret.
 #[tokio::test]
 async fn tokens_and_secrets_never_reach_logs_errors_or_debug() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = common::logs::capture();
     let mut shown = Vec::new();
 
     let servers = Servers::start(Setup {
@@ -470,7 +449,7 @@ async fn tokens_and_secrets_never_reach_logs_errors_or_debug() {
     .await;
     shown.push(connect(&servers, code_flow()).await.refused("iss refused"));
 
-    let text = String::from_utf8_lossy(&captured.0.lock().expect("log")).into_owned();
+    let text = captured.text();
     assert!(text.contains("OAuth"), "the capture works: {text}");
     shown.push(text);
     for output in &shown {

@@ -161,7 +161,28 @@ async fn burst_of_100_list_changed_costs_at_most_two_tools_list_requests() {
 #[tokio::test]
 async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors() {
     for kind in ALL {
+        let (log, guard) = common::logs::capture();
         ten_thousand_peer_requests_at_once_bounded_with_busy_errors_over(kind).await;
+        drop(guard);
+        // The refusals are logged the first time, then as a count (per 10 s, and when
+        // the connection ends), not once each: every one is counted, in a few lines.
+        let lines: Vec<String> = log
+            .text()
+            .lines()
+            .filter(|l| l.contains("WARN") && l.contains("refused"))
+            .map(str::to_owned)
+            .collect();
+        let counted: u64 = lines
+            .iter()
+            .filter_map(|l| l.split("refused=").nth(1))
+            .filter_map(|n| n.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        assert!(
+            lines.len() <= 4,
+            "{kind:?}: {} lines: {lines:#?}",
+            lines.len()
+        );
+        assert_eq!(counted, 10_000 - 20, "{kind:?}: {lines:#?}");
     }
 }
 

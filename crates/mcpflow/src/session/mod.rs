@@ -63,6 +63,7 @@ mod pending;
 mod reader;
 mod reply;
 mod stop;
+mod throttle;
 mod writer;
 
 pub use context::RequestContext;

@@ -29,6 +29,7 @@ use super::batch::BatchAnswers;
 use super::inbound::{NewRequests, Refusal};
 use super::options::ProgressUpdate;
 use super::pending::{DeferredWakes, Failure};
+use super::throttle::Throttle;
 use super::{Peer, Service, Shared};
 use crate::config::LARGE_MESSAGE_BYTES;
 use crate::error::{CloseReason, TransportError};
@@ -54,6 +55,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         peer,
         wakes: DeferredWakes::default(),
         new_requests: NewRequests::default(),
+        busy: Throttle::default(),
     };
     let mut replies = Vec::new();
     let mut since_wake = (0, 0);
@@ -110,6 +112,13 @@ pub(crate) async fn run_reader<R: FrameReader>(
         }
     };
     router.release();
+    let refused = router.busy.take_unreported();
+    if refused > 0 {
+        tracing::warn!(
+            refused,
+            "refused more requests before the connection ended: handler slots and queue were full"
+        );
+    }
     tracing::debug!(%reason, "reader stopped");
     shared.shutdown(reason);
 }
@@ -136,6 +145,8 @@ struct Router {
     wakes: DeferredWakes,
     /// Admitted requests, started in groups (see [`NewRequests`]).
     new_requests: NewRequests,
+    /// Requests refused as busy, for the log.
+    busy: Throttle,
 }
 
 type Replies = Vec<super::writer::Outbound>;
@@ -288,8 +299,13 @@ impl Router {
                     batch.filter(|_| self.whole_batches),
                 );
                 if let Err(refusal) = admitted {
-                    if matches!(refusal, Refusal::Busy(_)) {
-                        tracing::warn!("refused a request: handler slots and queue are full");
+                    if matches!(refusal, Refusal::Busy(_))
+                        && let Some(refused) = self.busy.hit()
+                    {
+                        tracing::warn!(
+                            refused,
+                            "refused requests: handler slots and queue are full (SessionConfig::max_concurrent_requests, request_queue_capacity)"
+                        );
                     }
                     let (id, error) = self.shared.inbound.refusal_error(&refusal);
                     self.reply_error(replies, Some(id), error);

@@ -5,6 +5,7 @@
 pub mod hostile;
 pub mod http;
 pub mod layout;
+pub mod logs;
 pub mod rng;
 pub mod wait;
 
