@@ -9,7 +9,6 @@ mod common;
 #[path = "auth_flow/server.rs"]
 mod server;
 
-use std::sync::{Arc, Mutex};
 
 use common::bounded;
 use mcpflow::auth::{
