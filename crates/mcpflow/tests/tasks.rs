@@ -287,16 +287,23 @@ async fn tasks_are_bounded_and_expire_with_their_results() {
     assert_eq!(small.content[0].as_text(), Some("done"));
     let kept = server.task_result_bytes();
     assert!(kept > 0 && kept <= 400, "{kept}");
-    let big = "x".repeat(500);
-    let created = bounded(
-        what,
-        client.call_tool_as_task("gated", json!({"text": big}), None),
-    );
-    // The cap is still full (the finished task is kept until it expires).
-    assert_eq!(code(&created.await.unwrap_err()), -32603);
+    // At the cap, a new task takes the place of the oldest finished one, whose result
+    // is forgotten with it.
+    let replacing = bounded(what, client.call_tool_as_task("gated", json!({}), long))
+        .await
+        .expect("the finished task makes room");
+    let forgotten = bounded(what, client.get_task(&ids[0])).await.unwrap_err();
+    assert_eq!(code(&forgotten), -32602, "{forgotten}");
+    assert_eq!(server.task_result_bytes(), 0);
+    ids[0] = replacing.task.task_id;
+    // With every task held running, the cap refuses.
+    let full = bounded(what, client.call_tool_as_task("gated", json!({}), long))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&full), -32603, "{full}");
 
-    // The two unfinished handlers each hold the gate.
-    assert_eq!(Arc::strong_count(&gate), 4);
+    // The three unfinished handlers each hold the gate.
+    assert_eq!(Arc::strong_count(&gate), 5);
     // Expiry: ten seconds on, every task is gone, handlers dropped, results freed.
     tokio::time::sleep(Duration::from_millis(10_001)).await;
     for id in &ids {

@@ -68,8 +68,10 @@ impl Default for TaskLimits {
 }
 
 impl TaskLimits {
-    /// Most tasks held at once, over all connections; a task-augmented call beyond it is
-    /// refused (`-32603`, `data.reason = "tasks_full"`). Default: 1024.
+    /// Most tasks held at once, over all connections. At the limit a new task takes the
+    /// place of the oldest finished one (its result is forgotten before its time to
+    /// live ends); when every task held is running, a task-augmented call is refused
+    /// (`-32603`, `data.reason = "tasks_full"`). Default: 1024.
     pub fn with_max_tasks(mut self, n: usize) -> Self {
         self.max_tasks = n;
         self

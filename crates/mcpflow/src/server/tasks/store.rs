@@ -203,6 +203,25 @@ struct Held {
     result_bytes: usize,
 }
 
+impl Held {
+    /// Make room for a new task by forgetting the oldest finished one before its time
+    /// to live ends; `false` when every task held is still running.
+    fn evict_oldest_finished(&mut self) -> bool {
+        let oldest = self
+            .tasks
+            .values()
+            .filter(|e| e.status().is_terminal())
+            .min_by_key(|e| e.seq)
+            .cloned();
+        let Some(entry) = oldest else {
+            return false;
+        };
+        self.tasks.remove(&entry.id);
+        self.result_bytes = self.result_bytes.saturating_sub(entry.result_bytes());
+        true
+    }
+}
+
 impl TaskStore {
     pub(crate) fn new(limits: TaskLimits) -> TaskStore {
         TaskStore {
@@ -247,11 +266,11 @@ impl TaskStore {
         let id = new_task_id()?;
         let now = now_iso8601();
         let mut held = self.held();
-        if held.tasks.len() >= self.limits.max_tasks {
+        if held.tasks.len() >= self.limits.max_tasks && !held.evict_oldest_finished() {
             return Err(ErrorObject::new(
                 ErrorCode::INTERNAL_ERROR,
                 format!(
-                    "this server holds its maximum of {} tasks; retry once some finish or expire",
+                    "this server holds its maximum of {} tasks, all of them running; retry once some finish",
                     self.limits.max_tasks
                 ),
             )
