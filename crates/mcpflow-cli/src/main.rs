@@ -229,6 +229,18 @@ fn parse() -> Cli {
 
 fn usage_message(e: &clap::Error, verb: &str) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::InvalidSubcommand
+        && let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidSubcommand)
+    {
+        let suggestion = match e.get(ContextKind::SuggestedSubcommand) {
+            Some(ContextValue::Strings(s)) if !s.is_empty() => {
+                format!("; did you mean `{}`?", s.join("` or `"))
+            }
+            Some(ContextValue::String(s)) => format!("; did you mean `{s}`?"),
+            _ => String::new(),
+        };
+        return format!("unknown command `{typed}`{suggestion}; see `mcpflow --help`");
+    }
     let help = format!("see `mcpflow{verb} --help`");
     if e.kind() == ErrorKind::UnknownArgument
         && let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg)

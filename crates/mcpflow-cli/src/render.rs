@@ -18,25 +18,38 @@ pub fn text<'a>(value: &'a Value, key: &str) -> &'a str {
 pub struct Saver {
     dir: Option<PathBuf>,
     saved: usize,
+    /// How to save what is only described, for the description.
+    hint: Option<&'static str>,
 }
 
 impl Saver {
-    /// Save into `dir` (created if missing).
+    /// Save into `dir` (created if missing); without it, describe binary content and
+    /// name `--out DIR`.
     pub fn new(dir: Option<PathBuf>) -> Result<Saver, Failure> {
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Failure::usage(format!("--out {}: {e}", dir.display())))?;
         }
-        Ok(Saver { dir, saved: 0 })
+        Ok(Saver {
+            dir,
+            saved: 0,
+            hint: Some("save it with --out DIR"),
+        })
+    }
+
+    /// Describe binary content only, with `hint` saying how the verb saves it.
+    pub fn describing(hint: Option<&'static str>) -> Saver {
+        Saver {
+            hint,
+            ..Saver::default()
+        }
     }
 
     /// Decode `base64` into the next file of the directory; the description to print.
     fn save(&mut self, kind: &str, mime: &str, base64: &str, uri: Option<&str>) -> String {
         let Some(dir) = &self.dir else {
-            return format!(
-                "[{kind} {mime}, {} base64 bytes; save it with --out DIR]",
-                base64.len()
-            );
+            let hint = self.hint.map_or(String::new(), |h| format!("; {h}"));
+            return format!("[{kind} {mime}, {} base64 bytes{hint}]", base64.len());
         };
         self.saved += 1;
         let name = uri

@@ -217,7 +217,8 @@ pub async fn read(
                         Ok(0)
                     }
                     None => {
-                        print_contents(&contents, &mut Saver::default());
+                        let hint = Some("save it with --out FILE");
+                        print_contents(&contents, &mut Saver::describing(hint));
                         Ok(0)
                     }
                 }
@@ -267,7 +268,7 @@ pub async fn prompt(
                     println!("[{}]", text(message, "role"));
                     print_blocks(
                         std::slice::from_ref(&message["content"]),
-                        &mut Saver::default(),
+                        &mut Saver::describing(None),
                     );
                 }
             }

@@ -84,3 +84,31 @@ fn a_stubborn_server_never_outlives_the_command_and_stderr_stays_clean() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Field defect 19: a mistyped verb gets a suggestion and the help that exists.
+#[test]
+fn a_mistyped_verb_gets_a_suggestion() {
+    let run = mcpflow(&["inpsect", "--url", "http://127.0.0.1:1/mcp"]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr.contains("did you mean `inspect`")
+            && run.stderr.contains("`mcpflow --help`")
+            && !run.stderr.contains("inpsect --help"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.describe());
+}
+
+/// Field defect 21: `read` of a blob without `--out` names the flag as `read` takes it
+/// (a file), not as `call` does (a directory).
+#[test]
+fn read_of_a_blob_names_out_file() {
+    let run = mcpflow(&["read", "test://static-binary", "--", BIN, "serve", "everything"]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(
+        run.stdout.contains("--out FILE") && !run.stdout.contains("--out DIR"),
+        "{}",
+        run.describe()
+    );
+}
