@@ -113,10 +113,7 @@ impl Live {
         if self.mode == Mode::Json {
             return;
         }
-        let data = match &log.data {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+        let data = log_text(&log.data);
         let level = serde_json::to_value(log.level)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
@@ -131,10 +128,11 @@ impl Live {
         }
     }
 
-    /// Leave the bar at its final state.
+    /// Leave the bar where the last report put it (a call that ended early, or was
+    /// interrupted, is not shown as complete).
     pub fn finish(&self) {
         if let Some(bar) = self.state().bar.take() {
-            bar.finish();
+            bar.abandon();
         }
     }
 
@@ -164,4 +162,50 @@ fn describe(update: &ProgressUpdate) -> String {
         line.push_str(message);
     }
     line
+}
+
+/// A log message's data as a line: a string as it is; an object with a `msg` or
+/// `message` string (Python's logging as FastMCP sends it) as that text, followed by
+/// its other members that are not null; anything else as JSON.
+fn log_text(data: &Value) -> String {
+    let Value::Object(fields) = data else {
+        return match data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+    };
+    let Some((key, text)) = ["msg", "message"]
+        .iter()
+        .find_map(|k| Some((*k, fields.get(*k)?.as_str()?)))
+    else {
+        return data.to_string();
+    };
+    let rest: Vec<String> = fields
+        .iter()
+        .filter(|(k, v)| k.as_str() != key && !v.is_null())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if rest.is_empty() {
+        text.to_owned()
+    } else {
+        format!("{text} ({})", rest.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_text;
+    use serde_json::json;
+
+    #[test]
+    fn log_data_reads_as_a_line() {
+        assert_eq!(log_text(&json!("plain")), "plain");
+        assert_eq!(log_text(&json!({"msg": "hi", "extra": null})), "hi");
+        assert_eq!(
+            log_text(&json!({"message": "hi", "extra": {"a": 1}})),
+            "hi (extra={\"a\":1})"
+        );
+        assert_eq!(log_text(&json!({"a": 1})), "{\"a\":1}");
+        assert_eq!(log_text(&json!([1, 2])), "[1,2]");
+    }
 }

@@ -104,7 +104,14 @@ fn a_mistyped_verb_gets_a_suggestion() {
 /// (a file), not as `call` does (a directory).
 #[test]
 fn read_of_a_blob_names_out_file() {
-    let run = mcpflow(&["read", "test://static-binary", "--", BIN, "serve", "everything"]);
+    let run = mcpflow(&[
+        "read",
+        "test://static-binary",
+        "--",
+        BIN,
+        "serve",
+        "everything",
+    ]);
     assert_eq!(run.code, 0, "{}", run.describe());
     assert!(
         run.stdout.contains("--out FILE") && !run.stdout.contains("--out DIR"),

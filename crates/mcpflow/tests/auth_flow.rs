@@ -9,7 +9,6 @@ mod common;
 #[path = "auth_flow/server.rs"]
 mod server;
 
-
 use common::bounded;
 use mcpflow::auth::{
     ClientRegistration, EnterpriseIdp, HeadlessRedirect, LoopbackRedirect, OAuthConfig, Secret,
