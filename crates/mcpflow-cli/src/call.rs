@@ -28,6 +28,8 @@ pub struct CallRequest {
     pub args: Vec<String>,
     /// Where to save binary content.
     pub out: Option<PathBuf>,
+    /// `tool` is a tool host's catalog name (`server__tool`) of this server's tool.
+    pub catalog_of: Option<String>,
 }
 
 /// Run `mcpflow call`; the exit code.
@@ -57,6 +59,16 @@ async fn call(
             async {}
         });
     let conn = connect(server, builder, interrupt).await?;
+    let request = match &request.catalog_of {
+        Some(server_name) => match remote_name(&conn, server_name, &request.tool, server).await {
+            Ok(tool) => CallRequest { tool, ..request },
+            Err(failure) => {
+                conn.close().await;
+                return Err(failure);
+            }
+        },
+        None => request,
+    };
     let arguments = match input {
         ArgsInput::Object(map) => Ok(map),
         ArgsInput::Pairs(pairs) => schema_of(&conn, &request.tool, server.timeout)
@@ -152,6 +164,28 @@ async fn call(
 
 /// The input schema of `tool`, for typing `key=value` arguments (`None` when the server
 /// does not list it).
+/// The remote name of the tool whose catalog name on `server_name` is `catalog_name`.
+async fn remote_name(
+    conn: &Connection,
+    server_name: &str,
+    catalog_name: &str,
+    args: &ServerArgs,
+) -> Result<String, Failure> {
+    let policy = mcpflow::host::NamePolicy::Prefixed;
+    let listed = list_all(conn, "tools/list", "tools", args.timeout).await?;
+    listed
+        .items
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .find(|remote| policy.catalog_name(server_name, remote) == catalog_name)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "server `{server_name}` offers no tool with the catalog name `{catalog_name}`; `mcpflow list tools --config FILE --server {server_name}` lists its tools"
+            ))
+        })
+}
+
 async fn schema_of(conn: &Connection, tool: &str, timeout: f64) -> Result<Option<Value>, Failure> {
     let listed = list_all(conn, "tools/list", "tools", timeout).await?;
     Ok(listed

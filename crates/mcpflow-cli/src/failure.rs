@@ -213,11 +213,20 @@ pub fn one_line(text: &str) -> String {
     cut(&words.join(" "), QUOTE_MAX)
 }
 
-/// At most `max` characters of `text`, with `…` when cut.
+/// At most `max` characters of `text`, with `…` when cut: at the end of a word when
+/// one ends in the last quarter of what is kept, so no word is left half-shown.
 pub fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
+    let Some((at, _)) = text.char_indices().nth(max) else {
+        return text.to_owned();
+    };
+    let kept = &text[..at];
+    let mid_word = !text[at..].starts_with(char::is_whitespace);
+    let word_end = kept
+        .rfind(char::is_whitespace)
+        .filter(|&space| mid_word && space >= kept.len() * 3 / 4);
+    match word_end {
+        Some(space) => format!("{}…", kept[..space].trim_end()),
+        None => format!("{kept}…"),
     }
 }
 
@@ -244,6 +253,14 @@ mod tests {
             "the server rejected `initialize`: Host `x` is not allowed"
         );
         assert_eq!(rpc_message("plain {not json"), "plain {not json");
+    }
+
+    #[test]
+    fn a_cut_ends_at_a_word_when_it_can() {
+        assert_eq!(cut("connection refused by peer", 13), "connection…");
+        assert_eq!(cut("connection refused", 10), "connection…");
+        assert_eq!(cut("abcdefghijklmnop", 5), "abcde…");
+        assert_eq!(cut("short", 10), "short");
     }
 
     #[test]

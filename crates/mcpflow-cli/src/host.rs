@@ -3,13 +3,9 @@
 //! FILE NAME` (without `--server`) calls a tool by its catalog name through the host.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpflow::host::{
-    CallOptions, CatalogSnapshot, Health, HostError, HostEvent, ReconnectPolicy, ServersConfig,
-    ToolHost,
-};
+use mcpflow::host::{CatalogSnapshot, Health, HostEvent, ReconnectPolicy, ServersConfig, ToolHost};
 use serde_json::{Value, json};
 
 use mcpflow::SessionConfig;
@@ -17,12 +13,7 @@ use mcpflow::SessionConfig;
 use crate::args::ServerArgs;
 use crate::auth::AuthArgs;
 use crate::call::CallRequest;
-use crate::failure::{
-    EXIT_CONNECTION, EXIT_INTERRUPTED, EXIT_RPC_ERROR, EXIT_TOOL_ERROR, Failure, one_line,
-};
-use crate::input::{ArgsInput, read_args, typed_pairs};
-use crate::live::Live;
-use crate::render::{Saver, print_blocks};
+use crate::failure::{EXIT_CONNECTION, EXIT_INTERRUPTED, Failure, one_line};
 use crate::signals::Interrupt;
 
 /// The flags of `mcpflow host`.
@@ -44,8 +35,15 @@ pub struct HostArgs {
 }
 
 /// Start a host over every enabled server of `path`, each with `timeout` to connect;
-/// HTTP servers that answer 401 run the OAuth flow of `--url` with `auth`.
-async fn start(path: &Path, timeout: f64, auth: &AuthArgs) -> Result<ToolHost, Failure> {
+/// HTTP servers that answer 401 run the OAuth flow of `--url` with `auth`. With
+/// `keep_trying` (`--watch`), a server that keeps failing is retried, at most every
+/// 30 s, for as long as the host runs.
+async fn start(
+    path: &Path,
+    timeout: f64,
+    auth: &AuthArgs,
+    keep_trying: bool,
+) -> Result<ToolHost, Failure> {
     let config = ServersConfig::from_file(path)
         .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
     let mut oauth = crate::auth::hosted::for_servers(&config, auth).await?;
@@ -56,7 +54,10 @@ async fn start(path: &Path, timeout: f64, auth: &AuthArgs) -> Result<ToolHost, F
         wait += auth.timeout();
         builder = builder.session_config(SessionConfig::builder().request_timeout(wait).build());
     }
-    let reconnect = ReconnectPolicy::default().connect_timeout(wait);
+    let mut reconnect = ReconnectPolicy::default().connect_timeout(wait);
+    if keep_trying {
+        reconnect = reconnect.max_failures(u32::MAX);
+    }
     let builder = builder
         .reconnect(reconnect)
         .servers_config_with_oauth(
@@ -70,7 +71,7 @@ async fn start(path: &Path, timeout: f64, auth: &AuthArgs) -> Result<ToolHost, F
 
 /// `mcpflow host`: exit 0 when every server is ready, 3 otherwise (each failure named).
 pub async fn run(args: &HostArgs, interrupt: &Interrupt) -> u8 {
-    let host = match start(&args.config, args.timeout, &AuthArgs::default()).await {
+    let host = match start(&args.config, args.timeout, &AuthArgs::default(), args.watch).await {
         Ok(host) => host,
         Err(failure) => return failure.report(args.json),
     };
@@ -108,9 +109,22 @@ pub async fn run(args: &HostArgs, interrupt: &Interrupt) -> u8 {
         };
     }
     let mut events = host.events();
+    // What each server's health was last shown as: an event that repeats it (a
+    // transition that ended where the catalog above already shows it) is not printed.
+    let mut shown: std::collections::HashMap<String, String> = health
+        .iter()
+        .map(|(name, h)| (name.clone(), health_text(h)))
+        .collect();
     loop {
         tokio::select! {
             event = events.recv() => match event {
+                Ok(HostEvent::Health { server, health }) => {
+                    let text = health_text(&health);
+                    if shown.get(&*server) != Some(&text) {
+                        shown.insert(server.to_string(), text);
+                        print_event(&HostEvent::Health { server, health }, args.json);
+                    }
+                }
                 Ok(event) => print_event(&event, args.json),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     eprintln!("mcpflow: {n} events were missed; the catalog is now:");
@@ -147,6 +161,18 @@ fn health_text(health: &Health) -> String {
         Health::Failed { cause } => format!("failed: {}", one_line(cause)),
         Health::Closed => "closed".to_owned(),
         _ => format!("{health:?}"),
+    }
+}
+
+/// A health's state as one word, for `--json`.
+fn state_name(health: &Health) -> &'static str {
+    match health {
+        Health::Ready => "ready",
+        Health::Connecting => "connecting",
+        Health::Degraded { .. } => "degraded",
+        Health::Reconnecting { .. } => "reconnecting",
+        Health::Failed { .. } => "failed",
+        _ => "closed",
     }
 }
 
@@ -196,17 +222,9 @@ fn catalog_json(
     let servers: serde_json::Map<String, Value> = health
         .iter()
         .map(|(name, h)| {
-            let state = match h {
-                Health::Ready => "ready",
-                Health::Connecting => "connecting",
-                Health::Degraded { .. } => "degraded",
-                Health::Reconnecting { .. } => "reconnecting",
-                Health::Failed { .. } => "failed",
-                _ => "closed",
-            };
             (
                 name.clone(),
-                json!({"state": state, "detail": health_text(h)}),
+                json!({"state": state_name(h), "detail": health_text(h)}),
             )
         })
         .collect();
@@ -258,7 +276,7 @@ fn print_event(event: &HostEvent, json_out: bool) {
         HostEvent::Health { server, health } if json_out => {
             println!(
                 "{}",
-                json!({"health": {"server": &**server, "detail": health_text(health)}})
+                json!({"health": {"server": &**server, "state": state_name(health), "detail": health_text(health)}})
             );
         }
         HostEvent::Health { server, health } => {
@@ -279,121 +297,78 @@ fn print_event(event: &HostEvent, json_out: bool) {
     }
 }
 
-/// `mcpflow call --config FILE NAME ARGS`: the tool the host's catalog offers as `NAME`.
+/// `mcpflow call --config FILE NAME ARGS`: the tool the host's catalog would offer as
+/// `NAME` (`server__tool`), called on that one server as `--server` would (the other
+/// servers of the file are not started, and a variable only they use need not be set).
 pub async fn call(request: CallRequest, server: &ServerArgs, interrupt: &Interrupt) -> u8 {
-    match call_through_host(request, server, interrupt).await {
-        Ok(code) => code,
-        Err(failure) => failure.report(server.json),
-    }
-}
-
-async fn call_through_host(
-    request: CallRequest,
-    server: &ServerArgs,
-    interrupt: &Interrupt,
-) -> Result<u8, Failure> {
-    let Some(path) = &server.config else {
-        return Err(Failure::usage(
-            "--config FILE is needed to call through the host",
-        ));
+    let Some(path) = server.config.clone() else {
+        return Failure::usage("--config FILE is needed to call through the host")
+            .report(server.json);
     };
-    let input = read_args(&request.args)?;
-    let mut saver = Saver::new(request.out.clone())?;
-    let host = start(path, server.timeout, &server.auth).await?;
-    let outcome = tokio::select! {
-        outcome = call_tool(&host, &request.tool, input, server) => Some(outcome),
-        () = interrupt.pressed() => None,
-    };
-    host.close().await;
-    let (result, live) = match outcome {
-        None => return Err(Failure::interrupted()),
-        Some(outcome) => outcome?,
-    };
-    let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-    if server.json {
-        let (_, progress, _) = live.to_json();
-        println!("{}", json!({ "result": value, "progress": progress }));
-    } else {
-        let blocks = value["content"].as_array().cloned().unwrap_or_default();
-        print_blocks(&blocks, &mut saver);
-        if let Some(structured) = &result.structured_content {
-            println!("structured: {structured}");
-        }
-    }
-    Ok(if result.is_error() {
-        EXIT_TOOL_ERROR
-    } else {
-        0
-    })
-}
-
-async fn call_tool(
-    host: &ToolHost,
-    name: &str,
-    input: ArgsInput,
-    server: &ServerArgs,
-) -> Result<(mcpflow::protocol::CallToolResult, Arc<Live>), Failure> {
-    host.wait_ready().await;
-    let arguments = match input {
-        ArgsInput::Object(map) => map,
-        ArgsInput::Pairs(pairs) => {
-            let snapshot = host.snapshot();
-            let schema = snapshot
-                .tool(name)
-                .map(|t| Value::Object(t.remote().input_schema.clone()));
-            typed_pairs(&pairs, schema.as_ref())?
-        }
-    };
-    let live = Arc::new(Live::new(server.json));
-    let on_progress = live.clone();
-    let options = CallOptions::new()
-        .timeout(Duration::from_secs_f64(server.timeout))
-        .on_progress(move |update| on_progress.progress(&update));
-    let outcome = host
-        .call_with(name, Value::Object(arguments), options)
-        .await;
-    live.finish();
-    match outcome {
-        Ok(result) => Ok((result, live)),
-        // The tool ran and failed: its content is the answer, exit 1.
-        Err(HostError::ToolFailed { result, .. }) => Ok((*result, live)),
-        Err(error) => Err(host_failure(&error)),
-    }
-}
-
-/// The exit code of a host error: 4 for what the catalog or the server refused, 3 for
-/// a server that could not answer, 130 for a cancelled call.
-fn host_failure(error: &HostError) -> Failure {
-    let message = match error {
-        // The whole list may be long: name the likely one, and where the list is.
-        HostError::ToolNotFound { name, available } => {
-            let suffix = format!("__{name}");
-            let hint = available
-                .iter()
-                .filter(|a| a.ends_with(&suffix))
-                .map(|a| format!("`{a}`"))
-                .collect::<Vec<_>>();
-            let hint = if hint.is_empty() {
-                String::new()
-            } else {
-                format!("; did you mean {}?", hint.join(" or "))
+    match server_of(&path, &request.tool) {
+        Ok(name) => {
+            let mut one = server.clone();
+            one.server = Some(name.clone());
+            let request = CallRequest {
+                catalog_of: Some(name),
+                ..request
             };
-            format!(
-                "no tool named `{name}` in the catalog ({} tools){hint} `mcpflow host --config FILE` lists them",
-                available.len()
-            )
+            crate::call::run(request, &one, interrupt).await
         }
-        other => one_line(&other.to_string()),
-    };
-    let mut failure = Failure::connection(message);
-    failure.exit = match error {
-        HostError::ToolNotFound { .. }
-        | HostError::Ambiguous { .. }
-        | HostError::InvalidArguments { .. }
-        | HostError::Denied { .. }
-        | HostError::Protocol { .. } => EXIT_RPC_ERROR,
-        HostError::Cancelled { .. } => EXIT_INTERRUPTED,
-        _ => EXIT_CONNECTION,
-    };
-    failure
+        Err(failure) => {
+            let failure = match suggestion(&path, &request.tool, server).await {
+                Some(hint) => Failure::usage(format!("{}; {hint}", failure.message)),
+                None => failure,
+            };
+            failure.report(server.json)
+        }
+    }
+}
+
+/// The server of `path` whose catalog names `name` starts with (the longest such name,
+/// should one server's name begin another's).
+fn server_of(path: &Path, name: &str) -> Result<String, Failure> {
+    let config = ServersConfig::from_file(path)
+        .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
+    let policy = mcpflow::host::NamePolicy::Prefixed;
+    let enabled: Vec<&str> = config.names().filter(|n| !config.is_disabled(n)).collect();
+    enabled
+        .iter()
+        .filter(|server| {
+            name.strip_prefix(&policy.catalog_name(server, ""))
+                .is_some_and(|rest| !rest.is_empty())
+        })
+        .max_by_key(|server| server.len())
+        .map(|server| (*server).to_owned())
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "`{name}` is not a catalog name of {}: catalog names are SERVER__TOOL, with the servers {}",
+                path.display(),
+                enabled.join(", ")
+            ))
+        })
+}
+
+/// For a name that is no catalog name: the catalog names it may have meant (a remote
+/// tool name given alone), found by starting every server of the file.
+async fn suggestion(path: &Path, name: &str, server: &ServerArgs) -> Option<String> {
+    let host = start(path, server.timeout, &server.auth, false)
+        .await
+        .ok()?;
+    host.wait_ready().await;
+    let suffix = format!("__{name}");
+    let names: Vec<String> = host
+        .snapshot()
+        .tool_names()
+        .into_iter()
+        .filter(|a| a.ends_with(&suffix))
+        .map(|a| format!("`{a}`"))
+        .collect();
+    host.close().await;
+    (!names.is_empty()).then(|| {
+        format!(
+            "did you mean {}? `mcpflow host --config FILE` lists the catalog",
+            names.join(" or ")
+        )
+    })
 }

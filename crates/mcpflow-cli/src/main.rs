@@ -327,7 +327,12 @@ async fn run(command: Command) -> u8 {
             out,
             server,
         } => {
-            let request = call::CallRequest { tool, args, out };
+            let request = call::CallRequest {
+                tool,
+                args,
+                out,
+                catalog_of: None,
+            };
             if server.config.is_some() && server.server.is_none() {
                 return host::call(request, &server, &interrupt(&server)).await;
             }

@@ -5,68 +5,13 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{BIN, HttpServe, LIMIT};
+use common::{BIN, HttpServe, LIMIT, mcpflow, wait_bounded};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run `mcpflow ARGS` with stdin closed, killing it after [`LIMIT`].
-fn mcpflow(args: &[&str]) -> Run {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = wait_bounded(&mut child, &format!("`mcpflow {}`", args.join(" ")));
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
-
-/// Wait for `child` to exit, killing it and failing the test after [`LIMIT`].
-fn wait_bounded(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {LIMIT:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn describe(run: &Run) -> String {
-    format!(
-        "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-        run.code, run.stdout, run.stderr
-    )
+fn describe(run: &common::Run) -> String {
+    run.describe()
 }
 
 #[test]
@@ -233,17 +178,22 @@ fn a_server_that_stops_reading_is_given_up_when_the_call_times_out() {
     let initialized = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"stuck","version":"1"}}}"#;
     let script = format!("read -r line; printf '%s\\n' '{initialized}'; exec sleep 30");
     let args = format!(r#"{{"text":"{}"}}"#, "x".repeat(120_000));
-    let run = mcpflow(&[
-        "call",
-        "--timeout",
-        "1",
-        "echo",
-        &args,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    // The engine's warnings say what it did; the CLI shows them when RUST_LOG asks.
+    let run = common::mcpflow_with(
+        &[
+            "call",
+            "--timeout",
+            "1",
+            "echo",
+            &args,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        None,
+        &[("RUST_LOG", "warn")],
+    );
     assert_eq!(run.code, 3, "{}", describe(&run));
     assert!(
         run.stderr.contains("abandoning the write"),

@@ -90,6 +90,67 @@ fn host_prints_the_merged_catalog_and_names_a_server_that_is_not_ready() {
     assert!(tools.contains(&"demo__slow_task"), "{tools:?}");
 }
 
+/// Field defects 13 and 14: `call --config FILE server__tool` starts only that server
+/// (another entry with an unset variable, or one that would be slow to start, does not
+/// matter), and is the same call as with `--server`: the footer, the logs and
+/// notifications under `--json`, and the client flags.
+#[test]
+fn call_by_catalog_name_starts_only_its_server_and_is_a_full_call() {
+    let marker = std::env::temp_dir().join(format!("mcpflow-started-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let (_dir, path) = config_file(json!({
+        "everything": serve("everything"),
+        "unset": {"command": "${env:MCPFLOW_TEST_NEVER_SET}"},
+        "other": {"command": "sh", "args": ["-c", format!("touch {}; exec sleep 30", marker.display())]},
+    }));
+    let run = mcpflow(&[
+        "call",
+        "--config",
+        &path,
+        "--sampling-response",
+        "a sampled answer",
+        "everything__test_sampling",
+        "prompt=hi",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(
+        run.stdout.contains("a sampled answer"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stdout.contains("-- ok;"),
+        "the footer: {}",
+        run.describe()
+    );
+    assert!(!marker.exists(), "the other server was started");
+
+    let run = mcpflow(&[
+        "call",
+        "--config",
+        &path,
+        "--json",
+        "everything__test_tool_with_logging",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    let out = run.json();
+    assert!(
+        out["logs"].as_array().is_some_and(|l| !l.is_empty()),
+        "{}",
+        run.describe()
+    );
+    assert!(out["notifications"].is_object(), "{}", run.describe());
+
+    let run = mcpflow(&["call", "--config", &path, "unset__anything"]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr.contains("MCPFLOW_TEST_NEVER_SET"),
+        "the unset variable is named: {}",
+        run.describe()
+    );
+    let _ = std::fs::remove_file(&marker);
+}
+
 #[test]
 fn call_goes_through_the_host_by_catalog_name() {
     let (_dir, path) = config_file(json!({
@@ -117,8 +178,8 @@ fn call_goes_through_the_host_by_catalog_name() {
     let run = mcpflow(&["call", "--config", &path, "test_simple_text"]);
     assert_eq!(
         run.code,
-        4,
-        "a remote name is not a catalog name: {}",
+        2,
+        "a remote name is not a catalog name, and no server answered: {}",
         run.describe()
     );
     assert!(
@@ -194,4 +255,90 @@ fn watch_prints_health_transitions_until_interrupted() {
         stderr.join().unwrap()
     );
     assert_eq!(exit.code(), Some(130), "{printed:?}");
+}
+
+/// Field defects 2 and 15: `host --watch --json` sees an HTTP server die within seconds
+/// and sees it return, each health line with a `state`; the time each took is printed.
+#[test]
+fn watch_sees_an_http_server_die_and_return() {
+    let server = common::HttpServe::start(&[]);
+    let url = server.url.clone();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let (_dir, path) = config_file(json!({ "web": {"type": "http", "url": url} }));
+    let mut child = Command::new(BIN)
+        .args(["host", "--config", &path, "--watch", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = read_all(child.stderr.take().unwrap());
+    let (lines, seen) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut printed = Vec::new();
+    let next_state = |printed: &mut Vec<String>| -> Option<String> {
+        loop {
+            let line = seen.recv_timeout(LIMIT).ok()?;
+            printed.push(line.clone());
+            let value: serde_json::Value = serde_json::from_str(&line).ok()?;
+            if let Some(state) = value["servers"]["web"]["state"].as_str() {
+                return Some(state.to_owned());
+            }
+            if value.get("health").is_some() {
+                assert!(value["health"]["state"].is_string(), "{line}");
+                return value["health"]["state"].as_str().map(str::to_owned);
+            }
+        }
+    };
+    assert_eq!(
+        next_state(&mut printed).as_deref(),
+        Some("ready"),
+        "{printed:?}"
+    );
+    drop(server);
+    let killed = std::time::Instant::now();
+    let down = loop {
+        match next_state(&mut printed) {
+            Some(state) if state == "ready" => continue,
+            other => break other,
+        }
+    };
+    let seen_down = killed.elapsed();
+    assert_eq!(down.as_deref(), Some("reconnecting"), "{printed:?}");
+    let back = common::HttpServe::start_at(&addr, &[], &[]);
+    let restarted = std::time::Instant::now();
+    let up = loop {
+        match next_state(&mut printed) {
+            Some(state) if state == "reconnecting" => continue,
+            other => break other,
+        }
+    };
+    let seen_up = restarted.elapsed();
+    assert_eq!(up.as_deref(), Some("ready"), "{printed:?}");
+    eprintln!(
+        "host --watch: a killed HTTP server seen in {seen_down:?}, its return in {seen_up:?}"
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = wait_bounded(&mut child, "mcpflow host --watch after SIGINT");
+    assert_eq!(
+        exit.code(),
+        Some(130),
+        "{printed:?}; {}",
+        stderr.join().unwrap()
+    );
+    drop(back);
 }

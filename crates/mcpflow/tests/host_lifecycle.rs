@@ -1,6 +1,7 @@
 //! The tool host's supervisors and close: a server killed mid-session (backoff, fast
-//! failing calls, resync after reconnect), the crash-loop limit, and `close()` with a
-//! refresh, a sampling request and a call pending, leaving no task behind.
+//! failing calls, resync after reconnect), an HTTP server that dies and returns, the
+//! crash-loop limit, and `close()` with a refresh, a sampling request and a call
+//! pending, leaving no task behind.
 
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
@@ -124,6 +125,73 @@ async fn a_killed_server_fails_calls_fast_then_reconnects_and_resyncs() {
     assert_eq!(result.unwrap().content[0].as_text(), Some("b"));
     bounded("close", host.close()).await;
     assert_eq!(host.health("s"), Some(Health::Closed));
+}
+
+/// An HTTP server on `port` (0: any) with one tool, bound with `SO_REUSEADDR` so a
+/// server can come back on the port of one that died.
+async fn http_server_on(port: u16) -> mcpflow::http::server::RunningHttpServer {
+    let server = Server::builder("web", "1")
+        .tool(tool("a"), |_a, _c| async { Ok(CallToolResult::text("a")) })
+        .build();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_reuseaddr(true).unwrap();
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .unwrap();
+    mcpflow::http::server::HttpServer::new(server)
+        .serve_listener(socket.listen(64).unwrap())
+        .unwrap()
+}
+
+/// Field defect 2: an HTTP server's death is seen within seconds (its connection does
+/// not end by itself: the probe finds out) and its calls fail fast, and its return is
+/// seen too: the host reconnects and the server is ready again.
+#[tokio::test]
+async fn an_http_server_that_dies_is_seen_and_reconnected_when_it_returns() {
+    let running = http_server_on(0).await;
+    let port = running.local_addr().port();
+    let mut remote = mcpflow::host::RemoteServer::default();
+    remote.url = running.url();
+    let connect = mcpflow::host::connector_for(&mcpflow::host::ServerConfig::Remote(remote));
+    let policy = ReconnectPolicy::default()
+        .initial_delay(Duration::from_millis(50))
+        .max_delay(Duration::from_millis(200))
+        .max_failures(1000)
+        .probe_every(Duration::from_millis(200));
+    let host = ToolHost::builder()
+        .reconnect(policy)
+        .server(ServerOptions::new("web", connect))
+        .start();
+    let mut events = host.events();
+    let mut catalog = host.watch_catalog();
+    bounded(
+        "the catalog",
+        catalog.wait_for(|s| s.tool("web__a").is_some()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(host.health("web"), Some(Health::Ready));
+
+    bounded("the server stops", running.shutdown()).await;
+    health_where(&mut events, "the host sees the server gone", |h| {
+        matches!(h, Health::Reconnecting { .. })
+    })
+    .await;
+    let unavailable = host.call("web__a", json!({})).await;
+    assert!(
+        matches!(unavailable, Err(HostError::ServerUnavailable { .. })),
+        "{unavailable:?}"
+    );
+
+    let back = http_server_on(port).await;
+    health_where(&mut events, "the host sees the server back", |h| {
+        *h == Health::Ready
+    })
+    .await;
+    let result = bounded("a call after the return", host.call("web__a", json!({}))).await;
+    assert_eq!(result.unwrap().content[0].as_text(), Some("a"));
+    bounded("close", host.close()).await;
+    bounded("shutdown", back.shutdown()).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -110,8 +110,13 @@ impl HttpServe {
 
     /// As [`start`](Self::start), with extra environment.
     pub fn start_with(extra: &[&str], env: &[(&str, &str)]) -> HttpServe {
+        HttpServe::start_at("127.0.0.1:0", extra, env)
+    }
+
+    /// As [`start_with`](Self::start_with), on `addr`.
+    pub fn start_at(addr: &str, extra: &[&str], env: &[(&str, &str)]) -> HttpServe {
         let mut child = Command::new(BIN)
-            .args(["serve", "everything", "--http", "127.0.0.1:0"])
+            .args(["serve", "everything", "--http", addr])
             .args(extra)
             .envs(env.iter().copied())
             .stdin(Stdio::null())

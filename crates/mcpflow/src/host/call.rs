@@ -467,6 +467,16 @@ impl Attempt<'_> {
                 cause: format!("the connection ended during the call: {reason}"),
                 retry_in: None,
             },
+            // The request did not reach the server (an HTTP connection refused): it may
+            // be gone, which its supervisor checks now.
+            SessionError::Transport { error, .. } => {
+                self.slot.suspect();
+                HostError::ServerUnavailable {
+                    server: server.clone(),
+                    cause: format!("the call could not reach the server: {error}"),
+                    retry_in: None,
+                }
+            }
             error => HostError::Protocol {
                 tool: name.clone(),
                 server: server.clone(),

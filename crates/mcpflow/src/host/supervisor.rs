@@ -1,5 +1,12 @@
 //! One supervisor task per server: it owns the connection, follows its lists into the
-//! catalog, and reconnects with exponential backoff, jitter and a crash-loop limit.
+//! catalog, checks that the server still answers, and reconnects with exponential
+//! backoff, jitter and a crash-loop limit.
+//!
+//! A connection to a child process ends by itself when the process exits; one over HTTP
+//! may not (nothing is open between requests), so the supervisor pings a server that
+//! has no call in flight every [`ReconnectPolicy::probe_every`], and at once after a
+//! call failed to reach it. A ping that cannot reach the server, or two in a row that
+//! time out, end the connection like any other loss.
 //!
 //! Callers never wait on the supervisor: a call takes the current connection from the
 //! [`ServerSlot`] or, during an outage, fails at once with the cause and the time of
@@ -20,6 +27,7 @@ use super::call::InFlight;
 use super::catalog::{Catalog, ServerLists, follow_lists};
 use super::error::HostError;
 use crate::client::{Client, ClientBuilder, ClientHandle};
+use crate::error::SessionError;
 use crate::session::BoxFuture;
 
 /// Opens one connection to a server: starts the transport and runs `builder`'s
@@ -29,13 +37,30 @@ pub type Connector =
 
 /// Why a [`Connector`] could not connect.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct ConnectFailure(Arc<str>);
+#[error("{cause}")]
+pub struct ConnectFailure {
+    cause: Arc<str>,
+    /// Whether another attempt may succeed.
+    retry: bool,
+}
 
 impl ConnectFailure {
-    /// A failure described by `cause` (a spawn error, a handshake error).
+    /// A failure described by `cause` (a spawn error, a handshake error); the server
+    /// is tried again with backoff.
     pub fn new(cause: impl fmt::Display) -> ConnectFailure {
-        ConnectFailure(cause.to_string().into())
+        ConnectFailure {
+            cause: cause.to_string().into(),
+            retry: true,
+        }
+    }
+
+    /// A failure no retry can mend (a configuration error): the server is
+    /// [`Health::Failed`] at once.
+    pub fn permanent(cause: impl fmt::Display) -> ConnectFailure {
+        ConnectFailure {
+            retry: false,
+            ..ConnectFailure::new(cause)
+        }
     }
 }
 
@@ -88,6 +113,7 @@ pub struct ReconnectPolicy {
     max_failures: u32,
     stable_after: Duration,
     connect_timeout: Duration,
+    probe_every: Duration,
 }
 
 impl Default for ReconnectPolicy {
@@ -98,6 +124,7 @@ impl Default for ReconnectPolicy {
             max_failures: 5,
             stable_after: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
+            probe_every: Duration::from_secs(5),
         }
     }
 }
@@ -137,6 +164,15 @@ impl ReconnectPolicy {
         self
     }
 
+    /// How often a connected server with no call in flight is pinged to see that it
+    /// still answers (an HTTP server's death shows no other way until the next call);
+    /// each ping may take as long again. `Duration::ZERO` turns the pings off. Default:
+    /// 5 s.
+    pub fn probe_every(mut self, d: Duration) -> Self {
+        self.probe_every = d;
+        self
+    }
+
     /// The delay after `failures` failures in a row, with jitter.
     fn delay(&self, failures: u32) -> Duration {
         let doubled = self.initial_delay.saturating_mul(
@@ -160,6 +196,8 @@ pub(crate) struct ServerSlot {
     /// The host's calls in flight here.
     pub(crate) calls: Arc<InFlight>,
     events: broadcast::Sender<HostEvent>,
+    /// Woken when a call could not reach the server: check it now.
+    suspect: tokio::sync::Notify,
 }
 
 impl ServerSlot {
@@ -177,7 +215,13 @@ impl ServerSlot {
             in_flight: max_in_flight.map(|n| Arc::new(Semaphore::new(n))),
             calls: Arc::default(),
             events,
+            suspect: tokio::sync::Notify::new(),
         }
+    }
+
+    /// A call could not reach the server: have the supervisor check it now.
+    pub(crate) fn suspect(&self) {
+        self.suspect.notify_one();
     }
 
     pub(crate) fn health(&self) -> Health {
@@ -280,7 +324,11 @@ impl Supervisor {
                     self.policy.connect_timeout
                 )
                 .into(),
-                Ok(Err(e)) => e.0,
+                Ok(Err(e)) if !e.retry => {
+                    slot.set_health(Health::Failed { cause: e.cause });
+                    return;
+                }
+                Ok(Err(e)) => e.cause,
                 Ok(Ok(client)) => {
                     let connected_at = Instant::now();
                     let ended = self.serve(&client, epoch).await;
@@ -343,7 +391,43 @@ impl Supervisor {
                     .map_or_else(|| "the connection ended".to_owned(), |r| r.to_string())
                     .into(),
             ),
+            cause = self.probe(&handle) => Some(cause),
             () = async { follow.await; std::future::pending::<()>().await } => None,
+        }
+    }
+
+    /// Resolves, with the cause, once the server stops answering: a ping while no call
+    /// is in flight, every probe interval and whenever a call could not reach it, that
+    /// fails to reach the server, or two in a row that time out. A JSON-RPC error is an
+    /// answer. Never resolves with the probes off.
+    async fn probe(&self, handle: &ClientHandle) -> Arc<str> {
+        let every = self.policy.probe_every;
+        if every.is_zero() {
+            return std::future::pending().await;
+        }
+        let mut timeouts = 0;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {
+                    if self.slot.calls.len() > 0 {
+                        continue;
+                    }
+                }
+                () = self.slot.suspect.notified() => {}
+            }
+            match tokio::time::timeout(every, handle.ping()).await {
+                Ok(Ok(()) | Err(SessionError::Rejected { .. })) => timeouts = 0,
+                Ok(Err(e)) => return format!("the server stopped answering: {e}").into(),
+                Err(_) => {
+                    timeouts += 1;
+                    if timeouts >= 2 {
+                        return format!(
+                            "the server stopped answering: two pings in a row got no answer within {every:?}"
+                        )
+                        .into();
+                    }
+                }
+            }
         }
     }
 }
@@ -360,6 +444,7 @@ mod tests {
         assert_eq!(policy.max_failures, 5);
         assert_eq!(policy.stable_after, Duration::from_secs(60));
         assert_eq!(policy.connect_timeout, Duration::from_secs(30));
+        assert_eq!(policy.probe_every, Duration::from_secs(5));
         assert_eq!(super::super::DEFAULT_TOOL_TIMEOUT, Duration::from_secs(300));
         assert_eq!(
             super::super::DEFAULT_MAX_TOTAL,

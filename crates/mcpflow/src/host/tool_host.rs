@@ -20,7 +20,9 @@ use super::config::{ConfigError, ServersConfig};
 use super::connect::connector_for;
 use super::names::{CollisionPolicy, NamePolicy, ToolFilter};
 use super::snapshot::CatalogSnapshot;
-use super::supervisor::{Connector, Health, ReconnectPolicy, ServerSlot, Supervisor};
+use super::supervisor::{
+    ConnectFailure, Connector, Health, ReconnectPolicy, ServerSlot, Supervisor,
+};
 use crate::client::{Client, ClientBuilder};
 use crate::config::SessionConfig;
 
@@ -139,10 +141,13 @@ impl ToolHostBuilder {
     }
 
     /// Add every enabled server of an `mcpServers` file, in name order, with
-    /// variables expanded through `lookup` (e.g. `|n| std::env::var(n).ok()`).
+    /// variables expanded through `lookup` (e.g. `|n| std::env::var(n).ok()`). An entry
+    /// whose variables cannot be expanded is added as a server that is
+    /// [`Health::Failed`](super::Health::Failed) at once, naming the variable: one bad
+    /// entry does not keep the others from running.
     ///
     /// # Errors
-    /// [`ConfigError::Variable`] for an entry with an unset variable.
+    /// None today: the `Result` leaves room for a file-wide check.
     pub fn servers_config(
         mut self,
         config: &ServersConfig,
@@ -152,8 +157,14 @@ impl ToolHostBuilder {
             if config.is_disabled(name) {
                 continue;
             }
-            let server = config.server(name)?.expanded_for(name, &lookup)?;
-            self = self.server(ServerOptions::new(name, connector_for(&server)));
+            let connector = match config
+                .server(name)
+                .and_then(|s| s.expanded_for(name, &lookup))
+            {
+                Ok(server) => connector_for(&server),
+                Err(e) => failing(e),
+            };
+            self = self.server(ServerOptions::new(name, connector));
         }
         Ok(self)
     }
@@ -177,7 +188,16 @@ impl ToolHostBuilder {
             if config.is_disabled(name) {
                 continue;
             }
-            let server = config.server(name)?.expanded_for(name, &lookup)?;
+            let server = match config
+                .server(name)
+                .and_then(|s| s.expanded_for(name, &lookup))
+            {
+                Ok(server) => server,
+                Err(e) => {
+                    self = self.server(ServerOptions::new(name, failing(e)));
+                    continue;
+                }
+            };
             let connector = match &server {
                 super::ServerConfig::Remote(remote) => match oauth(name, remote) {
                     Some(oauth) => super::connector_with_oauth(&server, oauth),
@@ -569,4 +589,13 @@ impl ToolHost {
             .map(|s| (s.name.to_string(), s.calls.len()))
             .collect()
     }
+}
+
+/// A connector that always fails with `error`, permanently.
+fn failing(error: ConfigError) -> Connector {
+    let cause = error.to_string();
+    super::connector(move |_builder| {
+        let cause = cause.clone();
+        async move { Err(ConnectFailure::permanent(cause)) }
+    })
 }
