@@ -173,8 +173,21 @@ fn transport(error: &TransportError) -> String {
             detail,
             ..
         } => format!("HTTP {status}: {}", one_line(&rpc_message(detail))),
-        TransportError::Http { detail, .. } => one_line(detail),
+        TransportError::Http { detail, .. } => with_tls_hint(one_line(detail), detail),
         other => one_line(&other.to_string()),
+    }
+}
+
+/// `line`, with how to trust a private certificate authority when `detail` says the
+/// server's certificate was issued by one the system does not know.
+fn with_tls_hint(line: String, detail: &str) -> String {
+    let lower = detail.to_ascii_lowercase();
+    if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+        format!(
+            "{line}; to trust a private certificate authority, set SSL_CERT_FILE to its PEM file"
+        )
+    } else {
+        line
     }
 }
 

@@ -118,6 +118,12 @@ fn inspect_reaches_an_https_server_and_names_an_untrusted_certificate() {
         "the error names the certificate problem: {}",
         untrusted.describe()
     );
+    // Field defect 16: one line, which says how to trust a private CA.
+    assert!(
+        untrusted.stderr.contains("SSL_CERT_FILE") && untrusted.stderr.lines().count() == 1,
+        "one line with the hint, no log line: {}",
+        untrusted.describe()
+    );
     drop(server);
     runtime.shutdown_timeout(Duration::from_secs(1));
 }
