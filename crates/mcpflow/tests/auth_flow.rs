@@ -274,8 +274,11 @@ async fn step_up_asks_for_the_union_and_stops_at_the_limit() {
         )
     });
     assert!(
-        error.to_string().contains("attempts"),
-        "{error} after {authorizations}"
+        error.to_string().contains("attempts")
+            && error
+                .to_string()
+                .contains("the server said: insufficient_scope"),
+        "the limit, and the server's reason: {error} after {authorizations}"
     );
     // One authorization for the first 401, then three step-ups for the call.
     servers.with(|seen| assert_eq!(seen.authorize.len(), 4, "{authorizations}"));

@@ -164,7 +164,9 @@ impl OAuthClient {
     /// and a refresh token and the token endpoint are known.
     pub(crate) async fn bearer(&self) -> Option<Secret> {
         let tokens = self.current()?;
-        if tokens.expires_within(EXPIRY_MARGIN) && tokens.refresh_token.is_some() {
+        if tokens.expires_within(tokens.refresh_margin(EXPIRY_MARGIN))
+            && tokens.refresh_token.is_some()
+        {
             let _flow = self.flow.lock().await;
             let found = self
                 .found
@@ -173,7 +175,7 @@ impl OAuthClient {
                 .clone();
             if let Some(found) = found
                 && let Some(current) = self.current()
-                && current.expires_within(EXPIRY_MARGIN)
+                && current.expires_within(current.refresh_margin(EXPIRY_MARGIN))
             {
                 match self.refresh(&found, &current).await {
                     Ok(()) => return self.current().map(|t| t.access_token),

@@ -50,6 +50,11 @@ pub struct Tokens {
     /// When the access token expires, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the access token was issued, in seconds since the Unix epoch (for how
+    /// early to refresh it: a short-lived token is refreshed late in its life, not at
+    /// once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The scope granted (or, when the server did not say, the scope requested).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -65,6 +70,7 @@ impl Tokens {
             access_token,
             refresh_token: None,
             expires_at: None,
+            issued_at: None,
             scope: None,
             issuer: issuer.into(),
         }
@@ -78,6 +84,19 @@ impl Tokens {
             .unwrap_or_default();
         self.expires_at
             .is_some_and(|at| Duration::from_secs(at) <= now + margin)
+    }
+
+    /// How long before its expiry the access token is refreshed: `margin`, but at most
+    /// a quarter of the token's lifetime when that is known (a 5 s token is refreshed
+    /// in its last second, not before every request).
+    #[must_use]
+    pub fn refresh_margin(&self, margin: Duration) -> Duration {
+        match self.expires_at.zip(self.issued_at) {
+            Some((expires, issued)) => {
+                margin.min(Duration::from_secs(expires.saturating_sub(issued)) / 4)
+            }
+            None => margin,
+        }
     }
 }
 
@@ -362,6 +381,18 @@ impl TokenStore for FileTokenStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_lived_tokens_are_refreshed_late_in_their_life() {
+        let mut tokens = Tokens::new("https://as", Secret::new("t"));
+        let margin = Duration::from_secs(30);
+        assert_eq!(tokens.refresh_margin(margin), margin, "lifetime unknown");
+        tokens.issued_at = Some(1_000);
+        tokens.expires_at = Some(1_005);
+        assert_eq!(tokens.refresh_margin(margin), Duration::from_millis(1250));
+        tokens.expires_at = Some(1_000 + 3_600);
+        assert_eq!(tokens.refresh_margin(margin), margin);
+    }
 
     #[test]
     fn debug_never_shows_secrets() {

@@ -235,6 +235,7 @@ impl Endpoints<'_> {
             access_token: Secret::new(parsed.access_token),
             refresh_token: parsed.refresh_token.map(Secret::new),
             expires_at: parsed.expires_in.map(|s| now.saturating_add(s)),
+            issued_at: Some(now),
             scope: parsed.scope.or_else(|| requested_scope.map(str::to_owned)),
             issuer: issuer.to_owned(),
         })

@@ -46,20 +46,21 @@ pub(super) async fn after(
     if !matches!(status.as_u16(), 401 | 403) {
         return Step::Proceed;
     }
-    if *sends >= oauth.max_attempts() {
-        return Step::Fail(TransportError::Http {
-            context,
-            status: Some(status.as_u16()),
-            detail: format!("still refused after {sends} authorization attempts"),
-        });
-    }
-    *sends += 1;
     let values: Vec<&str> = response
         .headers()
         .get_all(WWW_AUTHENTICATE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
+    if *sends >= oauth.max_attempts() {
+        let said = refusal(&values).map_or(String::new(), |r| format!("; the server said: {r}"));
+        return Step::Fail(TransportError::Http {
+            context,
+            status: Some(status.as_u16()),
+            detail: format!("still refused after {sends} authorization attempts{said}"),
+        });
+    }
+    *sends += 1;
     match oauth.challenged(status.as_u16(), &values, generation).await {
         Ok(()) => Step::Retry,
         Err(OAuthError::Forbidden) => Step::Proceed,
@@ -71,6 +72,18 @@ pub(super) async fn after(
                 detail: format!("the server requires authorization, which failed: {e}"),
             })
         }
+    }
+}
+
+/// The `error` and `error_description` of a refusal's challenge (`invalid_token:
+/// signature invalid`), shown to people only: the reason behind a token that keeps
+/// being refused.
+fn refusal(values: &[&str]) -> Option<String> {
+    let challenge = crate::auth::bearer_challenge(values.iter().copied()).ok()??;
+    match (challenge.error, challenge.error_description) {
+        (Some(error), Some(description)) => Some(format!("{error}: {description}")),
+        (Some(error), None) => Some(error),
+        (None, description) => description,
     }
 }
 
