@@ -13,6 +13,7 @@ use mcpflow::auth::{
     TokenStore, canonical_resource,
 };
 use mcpflow::client::Client;
+use mcpflow::host::OAuthSettings;
 use reqwest::Url;
 use serde_json::json;
 
@@ -61,6 +62,32 @@ pub struct AuthArgs {
     /// free port), for a client ID registered with a fixed redirect URI.
     #[arg(long, value_name = "PORT")]
     pub callback_port: Option<u16>,
+    /// How to obtain tokens: `authorization-code` (a sign-in in the browser; the
+    /// default) or `client-credentials` (a machine client: needs `--client-id` and
+    /// `--client-secret-env` or `--client-key-file`; no browser).
+    #[arg(long, value_enum, value_name = "GRANT")]
+    pub grant: Option<Grant>,
+    /// A PKCS#8 PEM file with the P-256 key of `--client-id`, which then authenticates
+    /// with a signed JWT (`private_key_jwt`) instead of a secret.
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "client_id",
+        conflicts_with = "client_secret_env"
+    )]
+    pub client_key_file: Option<PathBuf>,
+    /// The client secret an `mcpServers` entry gives (`oauth.clientSecret`).
+    #[arg(skip)]
+    pub entry_secret: Option<String>,
+}
+
+/// How tokens are obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Grant {
+    /// A sign-in in the browser, with PKCE.
+    AuthorizationCode,
+    /// The client's own credentials, without a user.
+    ClientCredentials,
 }
 
 impl AuthArgs {
@@ -73,6 +100,8 @@ impl AuthArgs {
             || self.no_browser
             || self.auth_timeout.is_some()
             || self.callback_port.is_some()
+            || self.grant.is_some()
+            || self.client_key_file.is_some()
     }
 
     /// The bound on the browser step.
@@ -164,25 +193,87 @@ fn private_dir(dir: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::connection(format!("token cache {}: {e}", dir.display())))
 }
 
-/// The OAuth configuration for `url`, or `None` when the URL does not parse (the
-/// transport reports that).
-pub async fn config(args: &AuthArgs, url: &str) -> Result<Option<OAuthConfig>, Failure> {
+/// The OAuth configuration for `url`, from the flags and what the server's
+/// `mcpServers` entry says (`entry`; the flags win), or `None` when the URL does not
+/// parse (the transport reports that).
+pub async fn config(
+    args: &AuthArgs,
+    entry: Option<&OAuthSettings>,
+    url: &str,
+) -> Result<Option<OAuthConfig>, Failure> {
     if Url::parse(url).is_err() {
         return Ok(None);
     }
-    let user = loopback(args).await?;
-    let config = OAuthConfig::authorization_code(user).store(store_for(url)?);
-    configured(args, config).map(Some)
+    let args = &with_entry(args, entry)?;
+    let config = match args.grant {
+        Some(Grant::ClientCredentials) => OAuthConfig::client_credentials(client(args)?.ok_or_else(|| {
+            Failure::usage(
+                "--grant client-credentials needs --client-id, with --client-secret-env or --client-key-file",
+            )
+        })?),
+        _ => OAuthConfig::authorization_code(loopback(args).await?),
+    };
+    configured(args, config.store(store_for(url)?)).map(Some)
+}
+
+/// `args`, with what `entry` sets where the flags set nothing.
+pub fn with_entry(args: &AuthArgs, entry: Option<&OAuthSettings>) -> Result<AuthArgs, Failure> {
+    let mut args = args.clone();
+    let Some(entry) = entry else {
+        return Ok(args);
+    };
+    if args.grant.is_none() {
+        args.grant = match entry.grant.as_deref() {
+            None => None,
+            Some("client_credentials" | "client-credentials") => Some(Grant::ClientCredentials),
+            Some("authorization_code" | "authorization-code") => Some(Grant::AuthorizationCode),
+            Some(other) => {
+                return Err(Failure::usage(format!(
+                    "`oauth.grant` is `{other}`; expected `client_credentials` or `authorization_code`"
+                )));
+            }
+        };
+    }
+    if args.client_id.is_none() {
+        args.client_id.clone_from(&entry.client_id);
+        args.client_key_file.clone_from(&entry.client_key_file);
+        args.entry_secret.clone_from(&entry.client_secret);
+    }
+    if args.scope.is_none() {
+        args.scope.clone_from(&entry.scope);
+    }
+    Ok(args)
+}
+
+/// The client registration the flags name, if any.
+fn client(args: &AuthArgs) -> Result<Option<ClientRegistration>, Failure> {
+    let Some(id) = &args.client_id else {
+        return Ok(None);
+    };
+    if let Some(path) = &args.client_key_file {
+        let pem = std::fs::read_to_string(path)
+            .map_err(|e| Failure::usage(format!("--client-key-file {}: {e}", path.display())))?;
+        return Ok(Some(ClientRegistration::private_key_jwt(id, pem)));
+    }
+    let secret = match (&args.client_secret_env, &args.entry_secret) {
+        (Some(var), _) => Some(std::env::var(var).ok().filter(|s| !s.is_empty()).ok_or_else(|| {
+            Failure::usage(format!(
+                "--client-secret-env {var}: the environment variable `{var}` is not set or empty"
+            ))
+        })?),
+        (None, secret) => secret.clone(),
+    };
+    Ok(Some(match secret {
+        Some(secret) => ClientRegistration::confidential(id, secret),
+        None => ClientRegistration::public(id),
+    }))
 }
 
 /// The browser step: a loopback listener, the URL shown (and opened unless told not to).
 async fn loopback(args: &AuthArgs) -> Result<LoopbackRedirect, Failure> {
     let no_browser = args.no_browser;
     LoopbackRedirect::bind(args.callback_port.unwrap_or(0), args.timeout(), {
-        move |url| {
-            show(url, no_browser);
-            Ok(())
-        }
+        move |url| show(url, no_browser)
     })
     .await
     .map_err(|e| match args.callback_port {
@@ -194,18 +285,7 @@ async fn loopback(args: &AuthArgs) -> Result<LoopbackRedirect, Failure> {
 /// `config` with what the flags say: the client registration, scope and bound.
 fn configured(args: &AuthArgs, mut config: OAuthConfig) -> Result<OAuthConfig, Failure> {
     config = config.client_name("mcpflow").timeout(args.timeout());
-    if let Some(id) = &args.client_id {
-        let client = match &args.client_secret_env {
-            Some(var) => {
-                let secret = std::env::var(var).ok().filter(|s| !s.is_empty()).ok_or_else(|| {
-                    Failure::usage(format!(
-                        "--client-secret-env {var}: the environment variable `{var}` is not set or empty"
-                    ))
-                })?;
-                ClientRegistration::confidential(id, secret)
-            }
-            None => ClientRegistration::public(id),
-        };
+    if let Some(client) = client(args)? {
         config = config.pre_registered(None, client);
     }
     if let Some(cimd) = &args.client_metadata_url {
@@ -218,15 +298,24 @@ fn configured(args: &AuthArgs, mut config: OAuthConfig) -> Result<OAuthConfig, F
 }
 
 /// Shows the authorization URL on stderr (it works over ssh) and, unless told not to,
-/// opens it in a browser.
-fn show(url: &Url, no_browser: bool) {
+/// opens it in a browser. When no browser could be opened and nobody is at a terminal
+/// to open the URL, there is no one to sign in: that fails at once, naming what works.
+fn show(url: &Url, no_browser: bool) -> std::io::Result<()> {
     eprintln!("mcpflow: the server asks for authorization; open this URL to sign in:\n  {url}");
     if no_browser {
-        return;
+        return Ok(());
     }
-    if let Err(e) = open_browser(url.as_str()) {
-        eprintln!("mcpflow: could not open a browser ({e}); open the URL above");
+    let Err(e) = open_browser(url.as_str()) else {
+        return Ok(());
+    };
+    use std::io::IsTerminal;
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Err(std::io::Error::other(format!(
+            "no browser could be opened ({e}) and no one is at a terminal to sign in; run `mcpflow auth login URL` where a browser can be opened, or use --grant client-credentials with a client of its own"
+        )));
     }
+    eprintln!("mcpflow: could not open a browser ({e}); open the URL above");
+    Ok(())
 }
 
 /// Starts `$BROWSER` (its first `:`-separated entry; `%s` is the URL, else the URL is
@@ -300,24 +389,10 @@ pub async fn run(command: AuthCommand) -> u8 {
     outcome.unwrap_or_else(|failure| failure.report(false))
 }
 
-fn has_tokens(url: &str) -> Result<bool, Failure> {
-    let (key, file) = cache_of(url)?;
-    Ok(match file {
-        Some(file) => FileTokenStore::new(file)
-            .tokens(&key)
-            .map_err(|e| Failure::connection(e.to_string()))?
-            .is_some(),
-        None => false,
-    })
-}
-
+/// Signs in to `url`, or checks the cached tokens by using them: the server accepts
+/// them (refreshed if need be), or refuses them and a new sign-in replaces them.
 async fn login(url: String, auth: AuthArgs, timeout: f64) -> Result<u8, Failure> {
-    if has_tokens(&url)? {
-        println!(
-            "already authorized at {url} (cached tokens); `mcpflow auth logout {url}` forgets them"
-        );
-        return Ok(0);
-    }
+    let before = cached_access(&url)?;
     let server = ServerArgs {
         url: Some(url.clone()),
         auth,
@@ -328,12 +403,28 @@ async fn login(url: String, auth: AuthArgs, timeout: f64) -> Result<u8, Failure>
     let builder = Client::builder("mcpflow-auth", env!("CARGO_PKG_VERSION"));
     let conn = crate::connect::connect(&server, builder, &interrupt).await?;
     conn.close().await;
-    if has_tokens(&url)? {
-        println!("authorized at {url}; tokens cached");
-    } else {
-        println!("{url} did not ask for authorization; nothing cached");
+    let after = cached_access(&url)?;
+    match (before, after) {
+        (_, None) => println!("{url} did not ask for authorization; nothing cached"),
+        (Some(before), Some(after)) if before == after => {
+            println!("authorized at {url}: the cached tokens are accepted");
+        }
+        (Some(_), Some(_)) => println!("authorized at {url}; the cached tokens were renewed"),
+        (None, Some(_)) => println!("authorized at {url}; tokens cached"),
     }
     Ok(0)
+}
+
+/// The cached access token for `url`, to tell whether a run changed it.
+fn cached_access(url: &str) -> Result<Option<String>, Failure> {
+    let (key, file) = cache_of(url)?;
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let tokens = FileTokenStore::new(file)
+        .tokens(&key)
+        .map_err(|e| Failure::connection(e.to_string()))?;
+    Ok(tokens.map(|t| t.access_token.expose().to_owned()))
 }
 
 fn logout(url: &str) -> Result<u8, Failure> {

@@ -260,7 +260,7 @@ pub async fn connect(
     let builder = capabilities(builder, args)?;
     let mut oauth = match &place {
         Where::Remote(server) if !has_authorization(server) => {
-            crate::auth::config(&args.auth, &server.url).await?
+            crate::auth::config(&args.auth, server.oauth.as_ref(), &server.url).await?
         }
         _ => None,
     };
@@ -340,9 +340,9 @@ pub async fn connect(
         }),
         Ok(Err(e)) => {
             signals::set_child(None);
-            let hint = (oauth_on && refused(&e)).then(|| {
-                "`mcpflow auth login URL` signs in alone; --auth-timeout waits longer for the browser".to_owned()
-            });
+            let hint = (oauth_on && refused(&e))
+                .then(|| oauth_hint(&e.to_string()))
+                .flatten();
             Err(Failure::from_connect(&e, &target)
                 .with_cause(noise.cause())
                 .with_cause(hint))
@@ -356,6 +356,23 @@ pub async fn connect(
             .with_cause(noise.cause()))
         }
     }
+}
+
+/// What to try after an authorization that failed as `error` says, where something
+/// would help.
+fn oauth_hint(error: &str) -> Option<String> {
+    let hint = if error.contains("no authorization redirect within") {
+        "--auth-timeout waits longer for the browser; `mcpflow auth login URL` signs in without calling anything"
+    } else if error.contains("registration endpoint") || error.contains("no way to register") {
+        "the authorization server does not let mcpflow register itself: register a client there and pass --client-id (with --client-secret-env for a confidential one)"
+    } else if error.contains("still refused after") {
+        "`mcpflow auth logout URL` forgets the cached tokens and registration; `mcpflow auth login URL` signs in again"
+    } else if error.contains("token endpoint") {
+        "check --client-id and its secret or key"
+    } else {
+        return None;
+    };
+    Some(hint.to_owned())
 }
 
 /// Whether the handshake failed on a 401 (with OAuth on: the authorization failed).

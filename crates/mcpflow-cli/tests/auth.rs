@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{HttpServe, Run, mcpflow_with};
-use server::{MARK, Servers};
+use server::{M2M_CREDENTIALS, MARK, Servers};
 
 /// A fresh cache directory and browser scripts for one test.
 struct Home {
@@ -346,6 +346,111 @@ fn a_host_with_no_one_to_sign_in_names_auth_login_in_the_health() {
     assert_eq!(run.code, 0, "{}", run.describe());
     assert!(run.stdout.contains("remote: ready"), "{}", run.describe());
     assert_eq!(servers.with(|s| s.authorize), 1);
+}
+
+/// Field defect 3: a machine client gets its token with the client-credentials grant,
+/// named by flags or by its `mcpServers` entry, and never starts a browser.
+#[test]
+fn client_credentials_need_no_browser_from_flags_or_the_servers_file() {
+    let servers = Servers::start();
+    let home = Home::new("m2m");
+    let url = servers.mcp();
+    let marker = home.browser("marker.sh", "touch \"$0.started\"");
+    let (id, secret) = M2M_CREDENTIALS.split_once(':').unwrap();
+    let cache = home.cache().display().to_string();
+    let env = [
+        ("MCPFLOW_AUTH_DIR", cache.as_str()),
+        ("BROWSER", marker.as_str()),
+        ("M2M", secret),
+    ];
+    let run = mcpflow_with(
+        &[
+            "call",
+            "guarded_tool",
+            "--url",
+            &url,
+            "--grant",
+            "client-credentials",
+            "--client-id",
+            id,
+            "--client-secret-env",
+            "M2M",
+        ],
+        None,
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(run.stdout.contains("guarded result"), "{}", run.describe());
+    assert!(!run.stdout.contains(MARK) && !run.stderr.contains(MARK));
+    assert_eq!(servers.with(|s| s.grants.clone()), ["client_credentials"]);
+
+    // From the file: `oauth` names the grant and the client, the secret a variable.
+    let _ = std::fs::remove_dir_all(home.cache());
+    let path = home.dir.join("m2m.json");
+    let entry = serde_json::json!({"mcpServers": {"remote": {"url": url, "oauth": {
+        "grant": "client_credentials", "clientId": id, "clientSecret": "${env:M2M}"}}}});
+    std::fs::write(&path, entry.to_string()).unwrap();
+    let file = path.display().to_string();
+    let run = mcpflow_with(
+        &["call", "--config", &file, "remote__guarded_tool"],
+        None,
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.describe());
+    let run = mcpflow_with(&["host", "--config", &file, "--json"], None, &env);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert_eq!(run.json()["servers"]["remote"]["state"], "ready");
+    assert_eq!(servers.with(|s| s.authorize), 0, "no browser step");
+    assert!(!Path::new(&format!("{marker}.started")).exists());
+}
+
+/// Field defect 4: `auth login` checks cached tokens by using them: accepted ones stay,
+/// and ones the server no longer takes are replaced by a new sign-in.
+#[test]
+fn auth_login_checks_cached_tokens_and_replaces_dead_ones() {
+    let servers = Servers::start();
+    let home = Home::new("relogin");
+    let url = servers.mcp();
+    let login = ["auth", "login", url.as_str(), "--auth-timeout", "15"];
+    let first = home.run(&login, &home.visiting_browser());
+    assert_eq!(first.code, 0, "{}", first.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1);
+
+    let again = home.run(&login, &home.visiting_browser());
+    assert_eq!(again.code, 0, "{}", again.describe());
+    assert!(again.stdout.contains("accepted"), "{}", again.describe());
+    assert_eq!(servers.with(|s| s.authorize), 1, "valid tokens are kept");
+
+    // The authorization server forgets every grant: the cached tokens are dead.
+    servers.with(|s| {
+        s.tokens.clear();
+        s.refresh.clear();
+    });
+    let renewed = home.run(&login, &home.visiting_browser());
+    assert_eq!(renewed.code, 0, "{}", renewed.describe());
+    assert!(renewed.stdout.contains("renewed"), "{}", renewed.describe());
+    assert_eq!(servers.with(|s| s.authorize), 2, "a new sign-in");
+    let ping = home.run(&["ping", "--url", &url], "false");
+    assert_eq!(ping.code, 0, "{}", ping.describe());
+}
+
+/// Field defect 5: with no browser to open and no terminal, a verb fails at once,
+/// naming the command that signs in, instead of waiting out `--auth-timeout`.
+#[test]
+fn no_browser_and_no_terminal_fail_at_once() {
+    let servers = Servers::start();
+    let home = Home::new("nobody");
+    let url = servers.mcp();
+    let run = home.run(
+        &["ping", "--url", &url, "--auth-timeout", "300"],
+        "/nonexistent/browser",
+    );
+    assert_eq!(run.code, 3, "{}", run.describe());
+    assert!(
+        run.stderr.contains("mcpflow auth login") && run.stderr.contains("no browser"),
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@ use mcpflow::host::{ServerConfig, ServersConfig};
 use mcpflow::session::BoxFuture;
 use reqwest::Url;
 
-use super::{AuthArgs, configured, loopback, store_for};
+use super::{AuthArgs, Grant, configured, loopback, store_for, with_entry};
 use crate::failure::Failure;
 
 /// The OAuth configuration of each HTTP server of a file, by name.
@@ -47,6 +47,14 @@ pub async fn for_servers(config: &ServersConfig, args: &AuthArgs) -> Result<Host
             continue;
         };
         if crate::connect::has_authorization(&remote) || Url::parse(&remote.url).is_err() {
+            continue;
+        }
+        let args = &with_entry(args, remote.oauth.as_ref())?;
+        if args.grant == Some(Grant::ClientCredentials) {
+            // No one signs in: the same configuration as `--url` with the flags.
+            if let Some(oauth) = super::config(args, None, &remote.url).await? {
+                configs.insert(name.to_owned(), oauth);
+            }
             continue;
         }
         let store = store_for(&remote.url)?;

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 /// Marks every token the server issues, so the tests can look for it in the output.
 pub const MARK: &str = "SeCrEt";
 
+/// The machine client the token endpoint knows, `id:secret` (the secret marked too).
+pub const M2M_CREDENTIALS: &str = "m2m:m2m-SeCrEt";
+
 /// What the servers saw.
 #[derive(Default)]
 pub struct Seen {
@@ -135,7 +138,8 @@ async fn handle(request: Request, seen: &Mutex<Seen>, base: &str) -> Response {
                 "token_endpoint": format!("{base}/token"),
                 "registration_endpoint": format!("{base}/register"),
                 "response_types_supported": ["code"],
-                "token_endpoint_auth_methods_supported": ["none"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                 "code_challenge_methods_supported": ["S256"],
                 "scopes_supported": ["read"],
             });
@@ -161,6 +165,22 @@ async fn handle(request: Request, seen: &Mutex<Seen>, base: &str) -> Response {
                         && form.contains_key("code_verifier")
                 }
                 "refresh_token" => seen.refresh.remove(&form["refresh_token"]),
+                "client_credentials" => {
+                    let basic = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Basic "))
+                        .and_then(|b| {
+                            use base64::Engine as _;
+                            base64::engine::general_purpose::STANDARD.decode(b).ok()
+                        })
+                        .map(|b| String::from_utf8_lossy(&b).into_owned());
+                    let posted = form
+                        .get("client_id")
+                        .zip(form.get("client_secret"))
+                        .map(|(id, secret)| format!("{id}:{secret}"));
+                    basic.or(posted).as_deref() == Some(M2M_CREDENTIALS)
+                }
                 _ => false,
             };
             if !good {

@@ -12,8 +12,9 @@
 //! ```
 //!
 //! Each entry has either `command` (with `args`, `env`, `cwd`) or `url` (with
-//! `headers`); `type` is `stdio`, `http`, `streamable-http` (also `streamableHttp`) or
-//! `sse`, and is inferred when absent. `disabled: true` entries are kept but refused by
+//! `headers`, and `oauth` for a client that signs in without a browser, see
+//! [`OAuthSettings`]); `type` is `stdio`, `http`, `streamable-http` (also
+//! `streamableHttp`) or `sse`, and is inferred when absent. `disabled: true` entries are kept but refused by
 //! [`ServersConfig::server`]. Unknown fields are ignored, as the clients that write
 //! these files add their own.
 //!
@@ -146,6 +147,33 @@ pub struct RemoteServer {
     pub headers: BTreeMap<String, String>,
     /// Which HTTP transport the file names.
     pub transport: RemoteTransport,
+    /// How to obtain tokens, when the entry says (`oauth`).
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// An HTTP entry's `oauth` object: the OAuth client it signs in as, for clients that
+/// have their own credentials (a machine client with the client-credentials grant).
+/// Variables expand in every field, as elsewhere in the entry.
+///
+/// ```json
+/// { "url": "https://mcp.example.com/mcp",
+///   "oauth": { "grant": "client_credentials", "clientId": "reporting-agent",
+///              "clientSecret": "${env:AGENT_SECRET}", "scope": "mcp:read" } }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// `client_credentials`, or `authorization_code` (a browser sign-in; the default).
+    pub grant: Option<String>,
+    /// The client ID registered at the authorization server.
+    pub client_id: Option<String>,
+    /// The client's secret (`client_secret_basic` or `_post`).
+    pub client_secret: Option<String>,
+    /// A PKCS#8 PEM file holding the client's P-256 key, for `private_key_jwt`.
+    pub client_key_file: Option<PathBuf>,
+    /// The scope to ask for.
+    pub scope: Option<String>,
 }
 
 /// The HTTP transport an entry names with `type`.
@@ -176,6 +204,7 @@ struct RawEntry {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    oauth: Option<OAuthSettings>,
     #[serde(default)]
     disabled: bool,
 }
@@ -301,6 +330,7 @@ fn entry_config(raw: RawEntry) -> Result<ServerConfig, String> {
         Ok(ServerConfig::Remote(RemoteServer {
             url,
             headers: raw.headers,
+            oauth: raw.oauth,
             transport: if kind.as_deref() == Some("sse") {
                 RemoteTransport::Sse
             } else {
@@ -376,6 +406,25 @@ impl ServerConfig {
                 for (k, v) in &r.headers {
                     out.headers
                         .insert(k.clone(), field(format!("headers.{k}"), v)?);
+                }
+                if let Some(oauth) = &r.oauth {
+                    let text = |name: &str, value: &Option<String>| {
+                        value
+                            .as_deref()
+                            .map(|v| field(format!("oauth.{name}"), v))
+                            .transpose()
+                    };
+                    let key_file = oauth
+                        .client_key_file
+                        .as_ref()
+                        .map(|p| p.to_string_lossy().into_owned());
+                    out.oauth = Some(OAuthSettings {
+                        grant: text("grant", &oauth.grant)?,
+                        client_id: text("clientId", &oauth.client_id)?,
+                        client_secret: text("clientSecret", &oauth.client_secret)?,
+                        client_key_file: text("clientKeyFile", &key_file)?.map(PathBuf::from),
+                        scope: text("scope", &oauth.scope)?,
+                    });
                 }
                 Ok(ServerConfig::Remote(out))
             }
@@ -469,6 +518,39 @@ mod tests {
             panic!("remote expected")
         };
         assert_eq!(old.transport, RemoteTransport::Sse);
+    }
+
+    #[test]
+    fn an_http_entry_names_its_oauth_client_and_its_variables_expand() {
+        let file = r#"{"mcpServers": {"m2m": {"url": "https://mcp.example.com/mcp",
+            "oauth": {"grant": "client_credentials", "clientId": "agent",
+                      "clientSecret": "${env:TOKEN}", "clientKeyFile": "${userHome}/key.pem",
+                      "scope": "mcp:read", "somethingElse": 1}}}}"#;
+        let config = ServersConfig::from_json(file).unwrap();
+        let ServerConfig::Remote(m2m) = config.server("m2m").unwrap().expanded(env).unwrap() else {
+            panic!("remote expected")
+        };
+        let oauth = m2m.oauth.unwrap();
+        assert_eq!(oauth.grant.as_deref(), Some("client_credentials"));
+        assert_eq!(oauth.client_id.as_deref(), Some("agent"));
+        assert_eq!(oauth.client_secret.as_deref(), Some("t0k"));
+        assert_eq!(
+            oauth.client_key_file,
+            Some(PathBuf::from("/home/u/key.pem"))
+        );
+        assert_eq!(oauth.scope.as_deref(), Some("mcp:read"));
+
+        let unset = r#"{"mcpServers": {"m": {"url": "https://x/mcp", "oauth": {"clientSecret": "${env:NOPE}"}}}}"#;
+        let e = ServersConfig::from_json(unset)
+            .unwrap()
+            .server("m")
+            .unwrap()
+            .expanded_for("m", env)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "server `m`, `oauth.clientSecret`: environment variable `NOPE` is not set"
+        );
     }
 
     #[test]

@@ -30,7 +30,8 @@ pub use call::{
     ElicitationRequest, HostElicitationHandler, HostSamplingHandler, ToolCallInfo,
 };
 pub use config::{
-    ConfigError, RemoteServer, RemoteTransport, ServerConfig, ServersConfig, StdioServer,
+    ConfigError, OAuthSettings, RemoteServer, RemoteTransport, ServerConfig, ServersConfig,
+    StdioServer,
 };
 #[cfg(feature = "http-client")]
 pub use connect::connector_with_oauth;
