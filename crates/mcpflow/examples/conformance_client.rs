@@ -13,7 +13,10 @@
 //! Scenarios: `initialize` (handshake, list tools, close), `tools_call` (call
 //! `add_numbers`), `elicitation-sep1034-client-defaults` (answer elicitation with the
 //! schema's defaults), `sse-retry` (a tool whose result arrives after the stream is
-//! resumed), `auth/*` (OAuth as the scenario asks, then list and call every tool).
+//! resumed), `auth/*` (OAuth as the scenario asks, then list and call every tool; DPoP
+//! where the authorization server supports it, with the `oauth-jwt` feature),
+//! `json-schema-2020-12-preservation` (hand the 2020-12 tool's schema, as held, to the
+//! echo tool).
 //! Any other scenario runs the handshake and lists tools. The exit status is
 //! non-zero on any error, which is printed. Logs go to stderr (`RUST_LOG`, default
 //! `warn`).
@@ -106,6 +109,9 @@ pub mod conformance {
         if scenario == "http-custom-headers" {
             return named_calls(client).await;
         }
+        if scenario == "json-schema-2020-12-preservation" {
+            return echo_schema(client, &tools).await;
+        }
         let to_call: Vec<&Tool> = match scenario {
             "tools_call" => tools.iter().filter(|t| t.name == "add_numbers").collect(),
             "elicitation-sep1034-client-defaults"
@@ -163,6 +169,20 @@ pub mod conformance {
         Ok(())
     }
 
+    /// Hand the schema of `json_schema_2020_12_tool`, as this client holds it, to
+    /// `json_schema_echo`: the suite checks that its 2020-12 keywords were kept.
+    async fn echo_schema(client: &ClientHandle, tools: &[Tool]) -> Result<(), Error> {
+        let focal = tools
+            .iter()
+            .find(|t| t.name == "json_schema_2020_12_tool")
+            .ok_or("the server lists no `json_schema_2020_12_tool`")?;
+        let schema = Value::Object(focal.input_schema.clone());
+        client
+            .call_tool("json_schema_echo", json!({ "schema": schema }))
+            .await?;
+        Ok(())
+    }
+
     /// The Client ID Metadata Document URL the suite's authorization servers expect.
     const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
@@ -171,7 +191,7 @@ pub mod conformance {
     /// step (the suite's authorization server redirects at once), a Client ID Metadata
     /// Document URL, and the context's pre-registered credentials if any.
     fn oauth_config(scenario: &str) -> Result<mcpflow::auth::OAuthConfig, Error> {
-        use mcpflow::auth::{ClientRegistration, HeadlessRedirect, OAuthConfig};
+        use mcpflow::auth::{ClientRegistration, HeadlessRedirect, OAuthConfig, WorkloadIdentity};
         let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
             Ok(text) => serde_json::from_str(&text)?,
             Err(_) => Value::Null,
@@ -192,6 +212,14 @@ pub mod conformance {
         if scenario.starts_with("auth/client-credentials") {
             let client = registered.ok_or("the scenario context has no client_id")?;
             return Ok(OAuthConfig::client_credentials(client));
+        }
+        if let Some(token) = field("valid_jwt") {
+            // Workload identity: the platform's token as a JWT bearer grant.
+            let mut identity = WorkloadIdentity::token(mcpflow::auth::Secret::new(token));
+            if let Some(id) = field("client_id") {
+                identity = identity.client_id(id);
+            }
+            return Ok(OAuthConfig::workload_identity(identity));
         }
         if let (Some(endpoint), Some(id_token)) =
             (field("idp_token_endpoint"), field("idp_id_token"))

@@ -209,6 +209,29 @@ pub fn bearer_challenge<'a>(
     Ok(None)
 }
 
+/// The challenge a protected resource answers with, under the `Bearer` scheme or, for
+/// a resource that wants DPoP-bound tokens (RFC 9449 §7.1), the `DPoP` scheme (its
+/// parameters are the same: `resource_metadata`, `scope`, `error`); `Bearer` first. The
+/// flag is `true` for a `DPoP` one.
+///
+/// # Errors
+/// As [`bearer_challenge`].
+pub fn resource_challenge<'a>(
+    values: impl IntoIterator<Item = &'a str> + Clone,
+) -> Result<Option<(BearerChallenge, bool)>, ChallengeError> {
+    if let Some(bearer) = bearer_challenge(values.clone())? {
+        return Ok(Some((bearer, false)));
+    }
+    for value in values {
+        for challenge in parse_www_authenticate(value)? {
+            if challenge.is_scheme("dpop") {
+                return BearerChallenge::from_challenge(&challenge).map(|c| Some((c, true)));
+            }
+        }
+    }
+    Ok(None)
+}
+
 struct Parser<'a> {
     s: &'a str,
     pos: usize,

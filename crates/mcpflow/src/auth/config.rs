@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::enterprise::EnterpriseIdp;
-use super::store::{ClientRegistration, MemoryTokenStore, TokenStore};
+use super::store::{ClientRegistration, MemoryTokenStore, Secret, TokenStore};
 use super::user::UserAuthorization;
 
 /// How tokens are obtained.
@@ -13,6 +13,61 @@ pub(crate) enum Grant {
     AuthorizationCode(Arc<dyn UserAuthorization>),
     ClientCredentials(ClientRegistration),
     Enterprise(ClientRegistration, EnterpriseIdp),
+    WorkloadIdentity(WorkloadIdentity),
+}
+
+/// The identity token a workload's platform gives it (a Kubernetes service account
+/// token, a cloud workload identity), presented as an RFC 7523 JWT bearer grant: no
+/// user and no client secret. See [`OAuthConfig::workload_identity`].
+#[derive(Clone)]
+pub struct WorkloadIdentity {
+    pub(crate) token: WorkloadToken,
+    pub(crate) client_id: Option<String>,
+}
+
+#[derive(Clone)]
+pub(crate) enum WorkloadToken {
+    Inline(Secret),
+    /// Read anew for each grant: platforms rotate these files.
+    File(std::path::PathBuf),
+}
+
+impl WorkloadIdentity {
+    /// The identity token itself.
+    #[must_use]
+    pub fn token(token: Secret) -> Self {
+        WorkloadIdentity {
+            token: WorkloadToken::Inline(token),
+            client_id: None,
+        }
+    }
+
+    /// The file the platform keeps the current identity token in, read for each grant.
+    #[must_use]
+    pub fn file(path: impl Into<std::path::PathBuf>) -> Self {
+        WorkloadIdentity {
+            token: WorkloadToken::File(path.into()),
+            client_id: None,
+        }
+    }
+
+    /// The `client_id` to send with the grant, when the authorization server knows the
+    /// workload by one.
+    #[must_use]
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = Some(id.into());
+        self
+    }
+
+    /// The identity token now.
+    pub(crate) fn current(&self) -> std::io::Result<Secret> {
+        match &self.token {
+            WorkloadToken::Inline(token) => Ok(token.clone()),
+            WorkloadToken::File(path) => Ok(Secret::new(
+                std::fs::read_to_string(path)?.trim().to_owned(),
+            )),
+        }
+    }
 }
 
 /// OAuth configuration for an HTTP client transport.
@@ -38,6 +93,7 @@ pub struct OAuthConfig {
     pub(crate) store: Arc<dyn TokenStore>,
     pub(crate) max_attempts: u32,
     pub(crate) timeout: Duration,
+    pub(crate) dpop: bool,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -63,6 +119,7 @@ impl OAuthConfig {
             store: Arc::new(MemoryTokenStore::new()),
             max_attempts: 3,
             timeout: Duration::from_secs(30),
+            dpop: true,
         }
     }
 
@@ -92,6 +149,32 @@ impl OAuthConfig {
     #[must_use]
     pub fn enterprise(client: ClientRegistration, idp: EnterpriseIdp) -> Self {
         Self::with_grant(Grant::Enterprise(client, idp))
+    }
+
+    /// Workload identity federation: the workload's identity token from its platform,
+    /// exchanged with the RFC 7523 JWT bearer grant. A refused grant is not tried again
+    /// with the same token.
+    ///
+    /// ```
+    /// use mcpflow::auth::{OAuthConfig, WorkloadIdentity};
+    ///
+    /// let identity = WorkloadIdentity::file("/var/run/secrets/tokens/mcp").client_id("reporter");
+    /// let config = OAuthConfig::workload_identity(identity);
+    /// # drop(config);
+    /// ```
+    #[must_use]
+    pub fn workload_identity(identity: WorkloadIdentity) -> Self {
+        Self::with_grant(Grant::WorkloadIdentity(identity)).max_attempts(1)
+    }
+
+    /// Whether tokens are bound to a key of this client with DPoP (RFC 9449) when the
+    /// resource takes such tokens (a `DPoP` challenge, or DPoP in its metadata): a
+    /// stolen token is then useless without the key, and every request carries a proof.
+    /// Needs the `oauth-jwt` feature; without it tokens are bearer tokens. Default: on.
+    #[must_use]
+    pub fn dpop(mut self, on: bool) -> Self {
+        self.dpop = on;
+        self
     }
 
     /// The `client_name` for dynamic registration. Default: `mcpflow`.

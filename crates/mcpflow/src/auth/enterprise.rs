@@ -110,7 +110,7 @@ impl Endpoints<'_> {
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(header::ACCEPT, "application/json")
             .body(form(&pairs));
-        let body = self.send(NAME, request).await?;
+        let body = self.send(NAME, request, None).await?;
         let malformed = |reason: &str| EndpointError::Malformed {
             endpoint: NAME,
             reason: MalformedReason(reason.to_owned()),

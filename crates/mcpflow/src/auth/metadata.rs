@@ -67,6 +67,13 @@ pub struct ProtectedResourceMetadata {
     /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_name: Option<String>,
+    /// The DPoP proof algorithms the resource accepts (RFC 9728 §2): it takes
+    /// DPoP-bound tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Whether the resource takes DPoP-bound tokens only (RFC 9728 §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_bound_access_tokens_required: Option<bool>,
     /// Every other member, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -83,8 +90,21 @@ impl ProtectedResourceMetadata {
             scopes_supported: None,
             bearer_methods_supported: None,
             resource_name: None,
+            dpop_signing_alg_values_supported: None,
+            dpop_bound_access_tokens_required: None,
             extra: Map::new(),
         }
+    }
+
+    /// Whether the resource takes DPoP-bound tokens (it names DPoP algorithms, or
+    /// requires such tokens).
+    #[must_use]
+    pub fn takes_dpop(&self) -> bool {
+        self.dpop_bound_access_tokens_required == Some(true)
+            || self
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .is_some_and(|algs| !algs.is_empty())
     }
 
     /// Checks that `resource` covers `server_url` and returns it parsed, for the RFC 8707
@@ -187,6 +207,10 @@ pub struct AuthorizationServerMetadata {
     /// The server accepts Client ID Metadata Document URLs as `client_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// The DPoP proof algorithms the server accepts (RFC 9449 §5.1): it binds tokens
+    /// to a client's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// Token revocation (RFC 7009).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revocation_endpoint: Option<String>,

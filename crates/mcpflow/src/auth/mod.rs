@@ -32,6 +32,7 @@ pub mod challenge;
 pub mod config;
 pub mod discover;
 pub mod discovery;
+mod dpop;
 mod enterprise;
 #[cfg(feature = "oauth-jwt")]
 mod jwt;
@@ -45,8 +46,9 @@ pub mod user;
 
 pub use challenge::{
     BearerChallenge, Challenge, ChallengeError, bearer_challenge, parse_www_authenticate,
+    resource_challenge,
 };
-pub use config::OAuthConfig;
+pub use config::{OAuthConfig, WorkloadIdentity};
 pub use discover::{Attempt, Attempts, DiscoverError, Discoverer, Discovery, FetchFailure};
 pub use discovery::{
     DiscoveryError, LegacyEndpoints, authorization_server_metadata_urls, canonical_resource,

@@ -1,26 +1,28 @@
 //! The OAuth 2.1 client flow an HTTP transport runs when the server answers 401, or 403
 //! `insufficient_scope`: discovery, registration, authorization code with PKCE (or client
-//! credentials), token exchange, refresh and step-up.
+//! credentials, enterprise-managed or workload identity), token exchange, refresh,
+//! step-up, and DPoP-bound tokens where the authorization server supports them.
 //!
 //! Turn it on with [`HttpClientBuilder::oauth`](crate::http::client::HttpClientBuilder::oauth).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use reqwest::Url;
 use thiserror::Error;
 
-use super::challenge::{BearerChallenge, ChallengeError, bearer_challenge};
-use super::config::{Grant, OAuthConfig};
+use super::challenge::{BearerChallenge, ChallengeError, resource_challenge};
+use super::config::{Grant, OAuthConfig, WorkloadIdentity};
 use super::discover::{DiscoverError, Discoverer};
 use super::discovery::{DiscoveryError, LegacyEndpoints, canonical_resource};
+use super::dpop::Dpop;
 use super::metadata::{AuthorizationServerMetadata, MetadataError, ProtectedResourceMetadata};
 use super::pkce::{Pkce, PkceError, State};
 use super::scope::{
     IssError, check_response_iss, select_scope, step_up_scope, with_offline_access,
 };
-use super::store::{ClientRegistration, Secret, StoreError, Tokens};
+use super::store::{ClientRegistration, StoreError, Tokens};
 use super::token::{EndpointError, Endpoints, auth_method};
 use super::user::{UserAuthorization, UserStepError};
 
@@ -80,6 +82,9 @@ pub enum OAuthError {
     /// The token store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The workload identity token could not be read.
+    #[error("the workload identity token could not be read: {0}")]
+    WorkloadToken(String),
 }
 
 /// What discovery found, as the flow needs it.
@@ -105,6 +110,11 @@ pub(crate) struct OAuthClient {
     attempts: AtomicU32,
     found: Mutex<Option<Found>>,
     flow: tokio::sync::Mutex<()>,
+    /// The DPoP key the tokens are bound to, once there is one.
+    dpop: Mutex<Option<Arc<Dpop>>>,
+    /// The resource challenged with the `DPoP` scheme: bind tokens even when the
+    /// authorization server does not advertise DPoP.
+    dpop_challenged: AtomicBool,
 }
 
 /// Refresh this long before the access token expires.
@@ -122,13 +132,90 @@ impl OAuthClient {
             attempts: AtomicU32::new(0),
             found: Mutex::new(None),
             flow: tokio::sync::Mutex::new(()),
+            dpop: Mutex::new(None),
+            dpop_challenged: AtomicBool::new(false),
         }
+    }
+
+    /// The DPoP key of the tokens held, if they are bound to one.
+    fn dpop_key(&self) -> Option<Arc<Dpop>> {
+        let mut held = self.dpop.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.is_none()
+            && let Some(stored) = self.current().and_then(|t| t.dpop_key)
+        {
+            match Dpop::from_stored(&stored) {
+                Ok(dpop) => *held = Some(Arc::new(dpop)),
+                Err(e) => tracing::warn!(error = %e, "the stored DPoP key is unusable"),
+            }
+        }
+        held.clone()
+    }
+
+    /// The DPoP key a new grant at `found` binds its tokens to: when DPoP is on and the
+    /// resource takes DPoP-bound tokens (its challenge uses the `DPoP` scheme, or its
+    /// metadata names DPoP). An authorization server that does not bind tokens ignores
+    /// the proof; a resource that takes only bearer tokens gets them, whatever the
+    /// authorization server could do.
+    fn dpop_for(&self, found: &Found) -> Option<Arc<Dpop>> {
+        let wanted = self.dpop_challenged.load(Ordering::Acquire)
+            || found
+                .prm
+                .as_ref()
+                .is_some_and(ProtectedResourceMetadata::takes_dpop);
+        if !self.config.dpop || !wanted {
+            return None;
+        }
+        if let Some(dpop) = self.dpop_key() {
+            return Some(dpop);
+        }
+        match Dpop::generate() {
+            Ok(dpop) => {
+                let dpop = Arc::new(dpop);
+                *self.dpop.lock().unwrap_or_else(PoisonError::into_inner) = Some(dpop.clone());
+                Some(dpop)
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "tokens stay bearer tokens");
+                None
+            }
+        }
+    }
+
+    /// The `Authorization` value for a `method` request to `url`, and the DPoP proof to
+    /// send with it when the token is bound to a key; `None` without a token.
+    pub(crate) async fn authorization(
+        &self,
+        method: &str,
+        url: &Url,
+    ) -> Option<(String, Option<String>)> {
+        let tokens = self.bearer().await?;
+        let token = tokens.access_token.expose();
+        if !tokens.is_dpop() {
+            return Some((format!("Bearer {token}"), None));
+        }
+        let proof = self
+            .dpop_key()
+            .and_then(|dpop| match dpop.proof(method, url, Some(token)) {
+                Ok(proof) => Some(proof),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no DPoP proof for the request");
+                    None
+                }
+            });
+        Some((format!("DPoP {token}"), proof))
+    }
+
+    /// `url`'s server sent `nonce` (`DPoP-Nonce`); whether it is new to the proofs.
+    pub(crate) fn learn_nonce(&self, url: &Url, nonce: &str) -> bool {
+        self.dpop_key()
+            .is_some_and(|dpop| dpop.learn_nonce(url, nonce))
     }
 
     fn endpoints(&self) -> Endpoints<'_> {
         Endpoints {
             http: &self.http,
             timeout: self.config.timeout,
+            dpop: None,
         }
     }
 
@@ -160,9 +247,9 @@ impl OAuthClient {
         Ok(())
     }
 
-    /// The access token for the next request, refreshed first when it is about to expire
-    /// and a refresh token and the token endpoint are known.
-    pub(crate) async fn bearer(&self) -> Option<Secret> {
+    /// The tokens for the next request, refreshed first when the access token is about
+    /// to expire and a refresh token and the token endpoint are known.
+    async fn bearer(&self) -> Option<Tokens> {
         let tokens = self.current()?;
         if tokens.expires_within(tokens.refresh_margin(EXPIRY_MARGIN))
             && tokens.refresh_token.is_some()
@@ -178,12 +265,12 @@ impl OAuthClient {
                 && current.expires_within(current.refresh_margin(EXPIRY_MARGIN))
             {
                 match self.refresh(&found, &current).await {
-                    Ok(()) => return self.current().map(|t| t.access_token),
+                    Ok(()) => return self.current(),
                     Err(e) => tracing::debug!(error = %e, "OAuth refresh failed"),
                 }
             }
         }
-        Some(tokens.access_token)
+        Some(tokens)
     }
 
     /// Authorization attempts allowed in a row.
@@ -207,7 +294,15 @@ impl OAuthClient {
         www_authenticate: &[&str],
         generation: u64,
     ) -> Result<(), OAuthError> {
-        let challenge = bearer_challenge(www_authenticate.iter().copied())?;
+        let challenge = match resource_challenge(www_authenticate.iter().copied())? {
+            Some((challenge, dpop)) => {
+                if dpop {
+                    self.dpop_challenged.store(true, Ordering::Release);
+                }
+                Some(challenge)
+            }
+            None => None,
+        };
         if status == 403
             && !challenge
                 .as_ref()
@@ -259,6 +354,7 @@ impl OAuthClient {
                 self.client_credentials(client, &found, scope).await?
             }
             Grant::Enterprise(client, idp) => self.enterprise(client, idp, &found, scope).await?,
+            Grant::WorkloadIdentity(identity) => self.workload(identity, &found, scope).await?,
         };
         self.save(Some(tokens))
     }
@@ -444,17 +540,20 @@ impl OAuthClient {
         if let Some(resource) = &found.resource {
             params.push(("resource", resource));
         }
-        Ok(self
-            .endpoints()
-            .token(
-                &found.token_endpoint,
-                &found.issuer,
-                &client,
-                &method,
-                &params,
-                scope.as_deref(),
-            )
-            .await?)
+        let dpop = self.dpop_for(found);
+        Ok(Endpoints {
+            dpop: dpop.as_deref(),
+            ..self.endpoints()
+        }
+        .token(
+            &found.token_endpoint,
+            &found.issuer,
+            &client,
+            &method,
+            &params,
+            scope.as_deref(),
+        )
+        .await?)
     }
 
     async fn client_credentials(
@@ -515,17 +614,40 @@ impl OAuthClient {
         if let Some(resource) = &found.resource {
             params.push(("resource", resource));
         }
-        Ok(self
-            .endpoints()
-            .token(
-                &found.token_endpoint,
-                &found.issuer,
-                client,
-                &method,
-                &params,
-                scope.as_deref(),
-            )
-            .await?)
+        let dpop = self.dpop_for(found);
+        Ok(Endpoints {
+            dpop: dpop.as_deref(),
+            ..self.endpoints()
+        }
+        .token(
+            &found.token_endpoint,
+            &found.issuer,
+            client,
+            &method,
+            &params,
+            scope.as_deref(),
+        )
+        .await?)
+    }
+
+    /// Workload identity: the platform's identity token as a JWT bearer grant, with no
+    /// client authentication.
+    async fn workload(
+        &self,
+        identity: &WorkloadIdentity,
+        found: &Found,
+        scope: Option<String>,
+    ) -> Result<Tokens, OAuthError> {
+        let token = identity
+            .current()
+            .map_err(|e| OAuthError::WorkloadToken(e.to_string()))?;
+        let client = ClientRegistration::public(identity.client_id.clone().unwrap_or_default())
+            .auth_method("none");
+        let grant = [
+            ("grant_type", super::enterprise::JWT_BEARER_GRANT),
+            ("assertion", token.expose()),
+        ];
+        self.machine_grant(&client, found, scope, &grant).await
     }
 
     /// The refresh-token grant; keeps the old refresh token when no new one is issued.
@@ -539,6 +661,10 @@ impl OAuthClient {
                 self.registration(found, &user.redirect_uri(), old.scope.as_deref())
                     .await?
             }
+            Grant::WorkloadIdentity(identity) => {
+                ClientRegistration::public(identity.client_id.clone().unwrap_or_default())
+                    .auth_method("none")
+            }
         };
         let method = auth_method(&client, &found.server)?;
         check_method(&method)?;
@@ -549,17 +675,24 @@ impl OAuthClient {
         if let Some(resource) = &found.resource {
             params.push(("resource", resource));
         }
-        let mut tokens = self
-            .endpoints()
-            .token(
-                &found.token_endpoint,
-                &found.issuer,
-                &client,
-                &method,
-                &params,
-                old.scope.as_deref(),
-            )
-            .await?;
+        // A refresh token bound to a key is refreshed with that key.
+        let dpop = match &old.dpop_key {
+            Some(_) => self.dpop_key(),
+            None => self.dpop_for(found),
+        };
+        let mut tokens = Endpoints {
+            dpop: dpop.as_deref(),
+            ..self.endpoints()
+        }
+        .token(
+            &found.token_endpoint,
+            &found.issuer,
+            &client,
+            &method,
+            &params,
+            old.scope.as_deref(),
+        )
+        .await?;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh_token.clone());
         }

@@ -60,6 +60,14 @@ pub struct Tokens {
     pub scope: Option<String>,
     /// The issuer that granted them: tokens of another issuer are never sent.
     pub issuer: String,
+    /// `DPoP` when the access token is bound to [`dpop_key`](Self::dpop_key) (RFC 9449):
+    /// it is then sent as `Authorization: DPoP` with a proof; otherwise a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+    /// The DPoP key the tokens are bound to (its PKCS#8, base64), kept with them so a
+    /// later run signs with the same key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
 }
 
 impl Tokens {
@@ -73,6 +81,8 @@ impl Tokens {
             issued_at: None,
             scope: None,
             issuer: issuer.into(),
+            token_type: None,
+            dpop_key: None,
         }
     }
 
@@ -84,6 +94,14 @@ impl Tokens {
             .unwrap_or_default();
         self.expires_at
             .is_some_and(|at| Duration::from_secs(at) <= now + margin)
+    }
+
+    /// Whether the access token is DPoP-bound.
+    #[must_use]
+    pub fn is_dpop(&self) -> bool {
+        self.token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
     }
 
     /// How long before its expiry the access token is refreshed: `margin`, but at most

@@ -13,8 +13,11 @@ use serde::Deserialize;
 use serde_json::json;
 use thiserror::Error;
 
+use super::dpop::Dpop;
 use super::metadata::AuthorizationServerMetadata;
 use super::store::{ClientRegistration, Secret, Tokens};
+
+const TOKEN_ENDPOINT: &str = "token endpoint";
 
 /// A token or registration request failed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -156,11 +159,15 @@ struct ErrorResponse {
 pub(crate) struct Endpoints<'a> {
     pub(crate) http: &'a reqwest::Client,
     pub(crate) timeout: Duration,
+    /// With a key, token requests carry a DPoP proof and DPoP-bound tokens are taken.
+    pub(crate) dpop: Option<&'a Dpop>,
 }
 
 impl Endpoints<'_> {
     /// POSTs a token request (`params` without client authentication) and parses the
-    /// tokens; `requested_scope` stands in when the answer names no scope.
+    /// tokens; `requested_scope` stands in when the answer names no scope. With a DPoP
+    /// key, the request carries a proof (sent again once with a fresh one when the server
+    /// asks for its nonce), and DPoP-bound tokens are accepted.
     pub(crate) async fn token(
         &self,
         token_endpoint: &Url,
@@ -170,7 +177,72 @@ impl Endpoints<'_> {
         params: &[(&str, &str)],
         requested_scope: Option<&str>,
     ) -> Result<Tokens, EndpointError> {
-        const NAME: &str = "token endpoint";
+        let dpop = self.dpop;
+        let mut nonce_retry = dpop.is_some();
+        let body = loop {
+            let request =
+                self.token_request(token_endpoint, issuer, client, method, params, dpop)?;
+            match self
+                .send(TOKEN_ENDPOINT, request, dpop.map(|d| (d, token_endpoint)))
+                .await
+            {
+                Err(EndpointError::Rejected { error, .. })
+                    if nonce_retry && error == "use_dpop_nonce" =>
+                {
+                    nonce_retry = false;
+                }
+                other => break other?,
+            }
+        };
+        let parsed: TokenResponse =
+            serde_json::from_slice(&body).map_err(|e| EndpointError::Malformed {
+                endpoint: TOKEN_ENDPOINT,
+                reason: MalformedReason(format!(
+                    "not a token response (line {}, column {})",
+                    e.line(),
+                    e.column()
+                )),
+            })?;
+        let token_type = parsed.token_type.as_deref().unwrap_or("Bearer");
+        let bound = token_type.eq_ignore_ascii_case("dpop");
+        if !(token_type.eq_ignore_ascii_case("bearer") || bound && dpop.is_some()) {
+            return Err(EndpointError::Malformed {
+                endpoint: TOKEN_ENDPOINT,
+                reason: MalformedReason(format!(
+                    "token_type is `{token_type}`; expected Bearer{}",
+                    if dpop.is_some() { " or DPoP" } else { "" }
+                )),
+            });
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        Ok(Tokens {
+            access_token: Secret::new(parsed.access_token),
+            refresh_token: parsed.refresh_token.map(Secret::new),
+            expires_at: parsed.expires_in.map(|s| now.saturating_add(s)),
+            issued_at: Some(now),
+            scope: parsed.scope.or_else(|| requested_scope.map(str::to_owned)),
+            issuer: issuer.to_owned(),
+            // A proof went with the request: the refresh token of a public client is
+            // bound to the key even when the access token is a bearer token.
+            dpop_key: dpop.map(Dpop::stored),
+            token_type: bound.then(|| "DPoP".to_owned()),
+        })
+    }
+
+    /// One token request: `params` with the client's authentication and, with `dpop`, a
+    /// fresh proof.
+    fn token_request(
+        &self,
+        token_endpoint: &Url,
+        issuer: &str,
+        client: &ClientRegistration,
+        method: &str,
+        params: &[(&str, &str)],
+        dpop: Option<&Dpop>,
+    ) -> Result<reqwest::RequestBuilder, EndpointError> {
         let assertion;
         let mut pairs: Vec<(&str, &str)> = params.to_vec();
         let mut request = self.http.post(token_endpoint.clone());
@@ -197,48 +269,19 @@ impl Endpoints<'_> {
                 pairs.push(("client_assertion_type", JWT_BEARER_ASSERTION));
                 pairs.push(("client_assertion", &assertion));
             }
+            _ if client.client_id.is_empty() => {}
             _ => pairs.push(("client_id", &client.client_id)),
         }
-        let body = self
-            .send(
-                NAME,
-                request
-                    .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                    .header(header::ACCEPT, "application/json")
-                    .body(form(&pairs)),
-            )
-            .await?;
-        let parsed: TokenResponse =
-            serde_json::from_slice(&body).map_err(|e| EndpointError::Malformed {
-                endpoint: NAME,
-                reason: MalformedReason(format!(
-                    "not a token response (line {}, column {})",
-                    e.line(),
-                    e.column()
-                )),
-            })?;
-        if parsed
-            .token_type
-            .as_deref()
-            .is_some_and(|t| !t.eq_ignore_ascii_case("bearer"))
-        {
-            return Err(EndpointError::Malformed {
-                endpoint: NAME,
-                reason: MalformedReason("token_type is not Bearer".into()),
-            });
+        if let Some(dpop) = dpop {
+            let proof = dpop
+                .proof("POST", token_endpoint, None)
+                .map_err(EndpointError::Assertion)?;
+            request = request.header("DPoP", proof);
         }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        Ok(Tokens {
-            access_token: Secret::new(parsed.access_token),
-            refresh_token: parsed.refresh_token.map(Secret::new),
-            expires_at: parsed.expires_in.map(|s| now.saturating_add(s)),
-            issued_at: Some(now),
-            scope: parsed.scope.or_else(|| requested_scope.map(str::to_owned)),
-            issuer: issuer.to_owned(),
-        })
+        Ok(request
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json")
+            .body(form(&pairs)))
     }
 
     /// Registers a native client with redirect URI `redirect_uri` (RFC 7591), asking for
@@ -271,6 +314,7 @@ impl Endpoints<'_> {
                     .header(header::CONTENT_TYPE, "application/json")
                     .header(header::ACCEPT, "application/json")
                     .body(metadata.to_string()),
+                None,
             )
             .await?;
         #[derive(Deserialize)]
@@ -306,10 +350,12 @@ impl Endpoints<'_> {
     }
 
     /// Sends `request` within the timeout; the body of a 2xx answer, else the OAuth error.
+    /// With `dpop`, a `DPoP-Nonce` the answer carries is learnt for the URL given.
     pub(crate) async fn send(
         &self,
         endpoint: &'static str,
         request: reqwest::RequestBuilder,
+        dpop: Option<(&Dpop, &Url)>,
     ) -> Result<Vec<u8>, EndpointError> {
         let network = |reason: String| EndpointError::Network { endpoint, reason };
         let exchange = async {
@@ -317,6 +363,14 @@ impl Endpoints<'_> {
                 .send()
                 .await
                 .map_err(|e| network(e.without_url().to_string()))?;
+            if let Some((dpop, url)) = dpop
+                && let Some(nonce) = response
+                    .headers()
+                    .get("dpop-nonce")
+                    .and_then(|v| v.to_str().ok())
+            {
+                dpop.learn_nonce(url, nonce);
+            }
             let status = response.status();
             let body = response
                 .bytes()

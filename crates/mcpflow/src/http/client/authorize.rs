@@ -38,6 +38,13 @@ pub(super) async fn after(
     let Some(oauth) = &conn.config.oauth else {
         return Step::Proceed;
     };
+    // A server may hand out a new DPoP nonce on any answer (RFC 9449 §9).
+    let nonce = response
+        .headers()
+        .get(DPOP_NONCE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|n| oauth.learn_nonce(response.url(), n))
+        .is_some();
     let status = response.status();
     if status.is_success() {
         oauth.succeeded();
@@ -52,6 +59,11 @@ pub(super) async fn after(
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
+    // The proof lacked the nonce the server now gave: the same request again, with it;
+    // not an authorization attempt.
+    if status == 401 && nonce && asks_for_nonce(&values) {
+        return Step::Retry;
+    }
     if *sends >= oauth.max_attempts() {
         let said = refusal(&values).map_or(String::new(), |r| format!("; the server said: {r}"));
         return Step::Fail(TransportError::Http {
@@ -75,11 +87,21 @@ pub(super) async fn after(
     }
 }
 
+const DPOP_NONCE: &str = "dpop-nonce";
+
+/// Whether a `DPoP` challenge says the proof must carry the server's nonce.
+fn asks_for_nonce(values: &[&str]) -> bool {
+    matches!(
+        crate::auth::resource_challenge(values.iter().copied()),
+        Ok(Some((challenge, true))) if challenge.error.as_deref() == Some("use_dpop_nonce")
+    )
+}
+
 /// The `error` and `error_description` of a refusal's challenge (`invalid_token:
 /// signature invalid`), shown to people only: the reason behind a token that keeps
 /// being refused.
 fn refusal(values: &[&str]) -> Option<String> {
-    let challenge = crate::auth::bearer_challenge(values.iter().copied()).ok()??;
+    let (challenge, _) = crate::auth::resource_challenge(values.iter().copied()).ok()??;
     match (challenge.error, challenge.error_description) {
         (Some(error), Some(description)) => Some(format!("{error}: {description}")),
         (Some(error), None) => Some(error),

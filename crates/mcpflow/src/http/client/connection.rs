@@ -296,7 +296,7 @@ impl Connection {
 
     /// An HTTP request with the headers every request carries: `Accept`, the custom
     /// headers, the session id, the protocol version (when `with_version`) and the
-    /// bearer token.
+    /// access token (with its DPoP proof when the token is bound to a key).
     pub(super) async fn prepare(
         &self,
         method: Method,
@@ -304,9 +304,9 @@ impl Connection {
         accept: &'static str,
         with_version: bool,
     ) -> RequestBuilder {
-        let token = match (&self.config.oauth, &self.config.bearer) {
-            (Some(oauth), _) => oauth.bearer().await.map(|t| t.expose().to_owned()),
-            (None, Some(provider)) => provider().await,
+        let authorization = match (&self.config.oauth, &self.config.bearer) {
+            (Some(oauth), _) => oauth.authorization(method.as_str(), &url).await,
+            (None, Some(provider)) => provider().await.map(|t| (format!("Bearer {t}"), None)),
             (None, None) => None,
         };
         let (session, version) = {
@@ -327,8 +327,15 @@ impl Connection {
         if with_version && let Some(version) = version {
             request = request.header(PROTOCOL_VERSION_HEADER, version);
         }
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
+        if let Some((authorization, proof)) = authorization
+            && let Ok(mut value) = reqwest::header::HeaderValue::from_str(&authorization)
+        {
+            // Kept out of any debug output, as `bearer_auth` does.
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+            if let Some(proof) = proof {
+                request = request.header("DPoP", proof);
+            }
         }
         request
     }
