@@ -2,7 +2,7 @@
 //! flags, checked together, and the [`ResourceAuth`] they make once the URL served is
 //! known (it is the audience tokens must name).
 
-use mcpflow::http::server::auth::{IntrospectionVerifier, JwtVerifier, ResourceAuth};
+use mcpflow::http::server::auth::{DpopPolicy, IntrospectionVerifier, JwtVerifier, ResourceAuth};
 use reqwest::Url;
 
 const HEADING: &str = "Authorization (protected resource, --http)";
@@ -40,6 +40,22 @@ pub struct ResourceAuthArgs {
     /// `http://127.0.0.1:3000/mcp`; set it behind a proxy).
     #[arg(long, global = true, value_name = "URL", help_heading = HEADING)]
     auth_resource: Option<String>,
+    /// Take DPoP-bound tokens (RFC 9449), checking each request's proof: `accepted`
+    /// (bearer tokens too) or `required`.
+    #[arg(long, global = true, value_name = "HOW", help_heading = HEADING)]
+    auth_dpop: Option<DpopMode>,
+    /// With `--auth-dpop`: proofs must carry a nonce this server hands out.
+    #[arg(long, global = true, requires = "auth_dpop", help_heading = HEADING)]
+    auth_dpop_nonce: bool,
+}
+
+/// How `--auth-dpop` takes DPoP-bound tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DpopMode {
+    /// Bound tokens with their proofs, and bearer tokens.
+    Accepted,
+    /// Bound tokens only.
+    Required,
 }
 
 /// The checked flags: what [`ResourceAuthArgs::check`] returns.
@@ -49,6 +65,7 @@ pub struct Protection {
     verifier: Verifier,
     scopes: Vec<String>,
     resource: Option<String>,
+    dpop: Option<DpopPolicy>,
 }
 
 #[derive(Debug)]
@@ -71,6 +88,7 @@ impl ResourceAuthArgs {
             || self.auth_client_id.is_some()
             || self.auth_client_secret_env.is_some()
             || self.auth_resource.is_some()
+            || self.auth_dpop.is_some()
     }
 
     /// The protection the flags ask for (`None`: none), or why they do not fit together.
@@ -131,11 +149,23 @@ impl ResourceAuthArgs {
         if let Some(resource) = &self.auth_resource {
             url("--auth-resource", resource)?;
         }
+        let dpop = self.auth_dpop.map(|mode| {
+            let policy = match mode {
+                DpopMode::Accepted => DpopPolicy::accepted(),
+                DpopMode::Required => DpopPolicy::required(),
+            };
+            if self.auth_dpop_nonce {
+                policy.with_nonces()
+            } else {
+                policy
+            }
+        });
         Ok(Some(Protection {
             issuer,
             verifier,
             scopes,
             resource: self.auth_resource.clone(),
+            dpop,
         }))
     }
 }
@@ -153,9 +183,14 @@ impl Protection {
                 ResourceAuth::new(resource.clone(), self.issuer, verifier)
             }
         };
-        auth.resource_name("mcpflow")
+        let auth = auth
+            .resource_name("mcpflow")
             .scopes_supported(self.scopes.clone())
-            .required_scopes(self.scopes)
+            .required_scopes(self.scopes);
+        match self.dpop {
+            Some(policy) => auth.dpop(policy),
+            None => auth,
+        }
     }
 }
 

@@ -592,3 +592,201 @@ async fn an_answer_before_the_body_was_read_says_connection_close() {
     assert!(!answer.contains("connection: close"), "{answer}");
     bounded("shutdown", running.shutdown()).await;
 }
+
+/// DPoP (RFC 9449) end to end: mcpflow's client, told by the resource's `DPoP`
+/// challenge to bind its tokens, gets a DPoP token and answers the resource's nonce;
+/// then, at the wire, a bearer token, a missing proof, a proof replayed and a proof
+/// for another key are each refused.
+#[cfg(all(feature = "jwt", feature = "oauth-jwt"))]
+#[tokio::test]
+async fn dpop_bound_tokens_go_with_a_fresh_proof_carrying_the_nonce() {
+    use mcpflow::auth::{HeadlessRedirect, OAuthConfig};
+    use mcpflow::client::{Client, Era};
+    use mcpflow::http::client::HttpClientTransport;
+    use mcpflow::http::server::auth::DpopPolicy;
+
+    let authz = AuthServer::start().await;
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    let resource = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let verifier =
+        IntrospectionVerifier::new(authz.url("/introspect")).issuer(authz.issuer.clone());
+    let auth = ResourceAuth::new(&resource, &authz.issuer, verifier)
+        .dpop(DpopPolicy::required().with_nonces());
+    assert_eq!(
+        auth.metadata().dpop_bound_access_tokens_required,
+        Some(true)
+    );
+    let running = HttpServer::new(server())
+        .auth(auth)
+        .serve_listener(listener)
+        .expect("serve");
+
+    let user =
+        HeadlessRedirect::new("http://127.0.0.1:9/callback".parse().expect("a URL")).expect("user");
+    let transport = HttpClientTransport::builder(&resource)
+        .oauth(OAuthConfig::authorization_code(user))
+        .build()
+        .expect("transport");
+    let client = bounded(
+        "connect with DPoP",
+        Client::builder("dpop", "1")
+            .era(Era::Handshake)
+            .connect(transport),
+    )
+    .await
+    .expect("connected with a DPoP-bound token");
+    let result = bounded("a call", client.call_tool("whoami", json!({})))
+        .await
+        .expect("call");
+    assert!(
+        result.content[0]
+            .as_text()
+            .is_some_and(|t| t.contains(oauth_as::SUBJECT))
+    );
+    bounded("close", client.close()).await;
+
+    let http = reqwest::Client::new();
+    let init = initialize().to_string();
+    let post = |authorization: String, proof: Option<String>| {
+        let mut request = http
+            .post(&resource)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", authorization)
+            .body(init.clone());
+        if let Some(proof) = proof {
+            request = request.header("dpop", proof);
+        }
+        request.send()
+    };
+    let www = |response: &reqwest::Response| {
+        response.headers()["www-authenticate"]
+            .to_str()
+            .expect("text")
+            .to_owned()
+    };
+    let bearer = authz.issue("mcp:read", Some(&resource));
+    let refused = bounded("a bearer token", post(format!("Bearer {bearer}"), None))
+        .await
+        .expect("answered");
+    assert_eq!(refused.status(), 401);
+    assert!(www(&refused).starts_with("DPoP algs="), "{}", www(&refused));
+
+    let key = proof_key::Key::generate();
+    let bound = authz.issue_bound("mcp:read", Some(&resource), Some(&key.thumbprint()));
+    let missing = bounded("no proof", post(format!("DPoP {bound}"), None))
+        .await
+        .expect("answered");
+    assert!(
+        www(&missing).contains("invalid_dpop_proof"),
+        "{}",
+        www(&missing)
+    );
+    let first = key.proof("POST", &resource, &bound, None);
+    let asked = bounded("no nonce", post(format!("DPoP {bound}"), Some(first)))
+        .await
+        .expect("answered");
+    assert!(www(&asked).contains("use_dpop_nonce"), "{}", www(&asked));
+    let nonce = asked.headers()["dpop-nonce"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    let good = key.proof("POST", &resource, &bound, Some(&nonce));
+    let accepted = bounded(
+        "a good proof",
+        post(format!("DPoP {bound}"), Some(good.clone())),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(
+        accepted.status(),
+        200,
+        "{}",
+        accepted.text().await.unwrap_or_default()
+    );
+    let replayed = bounded("a replay", post(format!("DPoP {bound}"), Some(good)))
+        .await
+        .expect("answered");
+    assert!(
+        www(&replayed).contains("invalid_dpop_proof"),
+        "{}",
+        www(&replayed)
+    );
+    let other = proof_key::Key::generate();
+    let stolen = other.proof("POST", &resource, &bound, Some(&nonce));
+    let refused = bounded("another key", post(format!("DPoP {bound}"), Some(stolen)))
+        .await
+        .expect("answered");
+    assert_eq!(refused.status(), 401);
+    assert!(www(&refused).contains("invalid_token"), "{}", www(&refused));
+    bounded("shutdown", running.shutdown()).await;
+}
+
+/// A DPoP key of the test's own, to make proofs the client would not.
+#[cfg(all(feature = "jwt", feature = "oauth-jwt"))]
+mod proof_key {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use ring::rand::SystemRandom;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+    use serde_json::{Value, json};
+    use sha2::Digest as _;
+
+    pub struct Key {
+        pair: EcdsaKeyPair,
+        jwk: Value,
+    }
+
+    impl Key {
+        pub fn generate() -> Key {
+            let rng = SystemRandom::new();
+            let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+                .expect("generate");
+            let pair =
+                EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+                    .expect("key");
+            let point = pair.public_key().as_ref().to_vec();
+            let jwk = json!({"kty": "EC", "crv": "P-256",
+                "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])});
+            Key { pair, jwk }
+        }
+
+        pub fn thumbprint(&self) -> String {
+            let j = &self.jwk;
+            let canonical = format!(
+                r#"{{"crv":"{}","kty":"{}","x":"{}","y":"{}"}}"#,
+                j["crv"].as_str().expect("crv"),
+                j["kty"].as_str().expect("kty"),
+                j["x"].as_str().expect("x"),
+                j["y"].as_str().expect("y")
+            );
+            URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(canonical.as_bytes()))
+        }
+
+        pub fn proof(&self, method: &str, url: &str, token: &str, nonce: Option<&str>) -> String {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let mut jti = [0u8; 16];
+            getrandom::fill(&mut jti).expect("random");
+            let mut claims = json!({"jti": URL_SAFE_NO_PAD.encode(jti), "htm": method, "htu": url,
+                "iat": now, "ath": URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(token.as_bytes()))});
+            if let Some(nonce) = nonce {
+                claims["nonce"] = json!(nonce);
+            }
+            let header = json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk});
+            let input = format!(
+                "{}.{}",
+                URL_SAFE_NO_PAD.encode(header.to_string()),
+                URL_SAFE_NO_PAD.encode(claims.to_string())
+            );
+            let signature = self
+                .pair
+                .sign(&SystemRandom::new(), input.as_bytes())
+                .expect("sign");
+            format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+        }
+    }
+}

@@ -43,6 +43,8 @@ struct Grant {
     resource: Option<String>,
     challenge: String,
     redirect_uri: String,
+    /// The thumbprint of the DPoP key the tokens are bound to.
+    jkt: Option<String>,
 }
 
 #[derive(Clone)]
@@ -105,6 +107,11 @@ impl AuthServer {
 
     /// Issue a token directly (as if a client had completed a flow).
     pub fn issue(&self, scope: &str, resource: Option<&str>) -> String {
+        self.issue_bound(scope, resource, None)
+    }
+
+    /// [`issue`](Self::issue), bound to the DPoP key of thumbprint `jkt`.
+    pub fn issue_bound(&self, scope: &str, resource: Option<&str>, jkt: Option<&str>) -> String {
         let mut inner = lock(&self.shared.inner);
         inner.next += 1;
         let token = format!("at-{}", inner.next);
@@ -114,6 +121,7 @@ impl AuthServer {
             resource: resource.map(str::to_owned),
             challenge: String::new(),
             redirect_uri: String::new(),
+            jkt: jkt.map(str::to_owned),
         };
         inner.tokens.insert(token.clone(), grant);
         token
@@ -224,6 +232,7 @@ async fn authorize(State(s): State<Shared>, RawQuery(query): RawQuery) -> Respon
             resource: q.get("resource").cloned(),
             challenge: challenge.clone(),
             redirect_uri: redirect_uri.clone(),
+            jkt: None,
         },
     );
     let Ok(mut target) = Url::parse(redirect_uri) else {
@@ -239,8 +248,31 @@ async fn authorize(State(s): State<Shared>, RawQuery(query): RawQuery) -> Respon
     (StatusCode::FOUND, [("location", target.to_string())]).into_response()
 }
 
-async fn token(State(s): State<Shared>, body: Bytes) -> Response {
+/// The RFC 7638 thumbprint of the P-256 key in a DPoP proof's header (the proof is
+/// not checked here: the resource server is the judge in these tests).
+pub fn proof_thumbprint(proof: &str) -> Option<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(proof.split('.').next()?).ok()?).ok()?;
+    let jwk = &header["jwk"];
+    let canonical = format!(
+        r#"{{"crv":"{}","kty":"{}","x":"{}","y":"{}"}}"#,
+        jwk["crv"].as_str()?,
+        jwk["kty"].as_str()?,
+        jwk["x"].as_str()?,
+        jwk["y"].as_str()?
+    );
+    // base64url(SHA-256(text)), as PKCE's S256 challenge is.
+    Some(mcpflow::auth::pkce::s256_challenge(&canonical))
+}
+
+async fn token(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let f = form(&String::from_utf8_lossy(&body));
+    let jkt = headers
+        .get("dpop")
+        .and_then(|v| v.to_str().ok())
+        .and_then(proof_thumbprint);
     let mut inner = lock(&s.inner);
     inner.resources.push(f.get("resource").cloned());
     let grant = match f.get("grant_type").map(String::as_str) {
@@ -276,6 +308,9 @@ async fn token(State(s): State<Shared>, body: Bytes) -> Response {
     if let Some(resource) = f.get("resource") {
         grant.resource = Some(resource.clone());
     }
+    if jkt.is_some() {
+        grant.jkt = jkt;
+    }
     inner.next += 1;
     let access = format!("at-{}", inner.next);
     let refresh = format!("rt-{}", inner.next);
@@ -285,7 +320,7 @@ async fn token(State(s): State<Shared>, body: Bytes) -> Response {
         StatusCode::OK,
         &json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if grant.jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": 3600,
             "scope": grant.scope,
             "refresh_token": refresh,
@@ -314,6 +349,10 @@ async fn introspect(State(s): State<Shared>, headers: HeaderMap, body: Bytes) ->
     });
     if let Some(resource) = grant.resource {
         answer["aud"] = json!(resource);
+    }
+    if let Some(jkt) = grant.jkt {
+        answer["token_type"] = json!("DPoP");
+        answer["cnf"] = json!({"jkt": jkt});
     }
     json_reply(StatusCode::OK, &answer)
 }

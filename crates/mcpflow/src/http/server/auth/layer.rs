@@ -20,6 +20,7 @@ use super::{ResourceAuth, VerifyError};
 use crate::http::SESSION_ID_HEADER;
 use crate::http::server::body::read_body;
 use crate::http::server::table::AppState;
+use crate::server::Principal;
 
 /// The paths the metadata document is served at: the root well-known path and the one
 /// followed by the resource's path.
@@ -61,11 +62,19 @@ pub(crate) async fn authorize(
     let Some(auth) = state.config.auth.clone() else {
         return next.run(request).await;
     };
-    let Some(token) = bearer(request.headers()) else {
+    let Some((scheme, token)) = credentials(request.headers()) else {
         return challenge(&auth, StatusCode::UNAUTHORIZED, None, &auth.needed(&[]));
     };
+    // The key a DPoP proof proves possession of, checked before the token is.
+    let proved = match proof(&auth, scheme, &request, token) {
+        Ok(proved) => proved,
+        Err(refusal) => return *refusal,
+    };
     let verified = match auth.verifier.verify(token).await {
-        Ok(principal) => auth.admit(&principal, now()).map(|()| principal),
+        Ok(principal) => auth
+            .admit(&principal, now())
+            .and_then(|()| bound(&principal, proved.as_deref()))
+            .map(|()| principal),
         Err(e) => Err(e),
     };
     let principal = match verified {
@@ -130,12 +139,156 @@ pub(crate) async fn authorize(
     next.run(request).await
 }
 
-/// The token of an `Authorization: Bearer` header (the scheme is case-insensitive).
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+/// How a token is presented.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Bearer,
+    /// With a proof of possession (RFC 9449).
+    Dpop,
+}
+
+/// The scheme and token of an `Authorization: Bearer` or `DPoP` header (the scheme is
+/// case-insensitive).
+fn credentials(headers: &HeaderMap) -> Option<(Scheme, &str)> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    if token.is_empty() {
+        return None;
+    }
+    if scheme.eq_ignore_ascii_case("bearer") {
+        Some((Scheme::Bearer, token))
+    } else if scheme.eq_ignore_ascii_case("dpop") {
+        Some((Scheme::Dpop, token))
+    } else {
+        None
+    }
+}
+
+/// For a DPoP token, the thumbprint of the key its proof proves possession of; `None`
+/// for a bearer token where those are taken; else the refusal to answer with.
+#[cfg(feature = "jwt")]
+fn proof(
+    auth: &ResourceAuth,
+    scheme: Scheme,
+    request: &Request,
+    token: &str,
+) -> Result<Option<String>, Box<Response>> {
+    use super::dpop::ProofError;
+    let Some(check) = &auth.dpop else {
+        return match scheme {
+            Scheme::Bearer => Ok(None),
+            Scheme::Dpop => Err(Box::new(refused(
+                auth,
+                "this resource takes bearer tokens only",
+            ))),
+        };
+    };
+    if scheme == Scheme::Bearer {
+        if check.policy.is_required() {
+            return Err(Box::new(refused(
+                auth,
+                "this resource takes DPoP-bound tokens only (Authorization: DPoP with a proof)",
+            )));
+        }
+        return Ok(None);
+    }
+    let mut proofs = request.headers().get_all("dpop").iter();
+    let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+        return Err(Box::new(dpop_refusal(
+            auth,
+            "invalid_dpop_proof",
+            "one DPoP proof header is needed",
+            None,
+        )));
+    };
+    let proof = proof.to_str().unwrap_or_default();
+    let resource = &auth.metadata.resource;
+    match check.verify(proof, request.method().as_str(), resource, token) {
+        Ok(thumbprint) => Ok(Some(thumbprint)),
+        Err(ProofError::Invalid(why)) => Err(Box::new(dpop_refusal(
+            auth,
+            "invalid_dpop_proof",
+            &why,
+            None,
+        ))),
+        Err(ProofError::NeedsNonce) => Err(Box::new(dpop_refusal(
+            auth,
+            "use_dpop_nonce",
+            "the DPoP proof must carry the nonce this server gives (DPoP-Nonce)",
+            Some(check.nonce()),
+        ))),
+    }
+}
+
+#[cfg(not(feature = "jwt"))]
+fn proof(
+    auth: &ResourceAuth,
+    scheme: Scheme,
+    _request: &Request,
+    _token: &str,
+) -> Result<Option<String>, Box<Response>> {
+    match scheme {
+        Scheme::Bearer => Ok(None),
+        Scheme::Dpop => Err(Box::new(refused(
+            auth,
+            "this resource takes bearer tokens only",
+        ))),
+    }
+}
+
+/// Whether `principal`'s token may be used with the key `proved` (the thumbprint a
+/// proof proved, `None` for a bearer token): a bound token only with its own key, an
+/// unbound one only as a bearer token.
+fn bound(principal: &Principal, proved: Option<&str>) -> Result<(), VerifyError> {
+    let key = principal
+        .claims
+        .get("cnf")
+        .and_then(|c| c.get("jkt"))
+        .and_then(|k| k.as_str());
+    match (key, proved) {
+        (None, None) => Ok(()),
+        (Some(key), Some(proved)) if key == proved => Ok(()),
+        (Some(_), Some(_)) => Err(VerifyError::Invalid(
+            "the token is bound to another key than the proof's".into(),
+        )),
+        (Some(_), None) => Err(VerifyError::Invalid(
+            "a DPoP-bound token must be sent as Authorization: DPoP with its proof".into(),
+        )),
+        (None, Some(_)) => Err(VerifyError::Invalid(
+            "the token is not bound to the proof's key (no cnf.jkt)".into(),
+        )),
+    }
+}
+
+/// 401 `invalid_token` with `why`.
+fn refused(auth: &ResourceAuth, why: &str) -> Response {
+    challenge(
+        auth,
+        StatusCode::UNAUTHORIZED,
+        Some(("invalid_token", why.to_owned())),
+        &auth.needed(&[]),
+    )
+}
+
+/// 401 with a `DPoP` challenge naming `error` (`invalid_dpop_proof`, `use_dpop_nonce`),
+/// and the nonce to use when there is one.
+#[cfg(feature = "jwt")]
+fn dpop_refusal(auth: &ResourceAuth, error: &str, why: &str, nonce: Option<String>) -> Response {
+    let value = format!(
+        "DPoP algs=\"{}\", error=\"{error}\", error_description=\"{}\", resource_metadata=\"{}\"",
+        super::DpopPolicy::algorithms().join(" "),
+        quoted(why),
+        quoted(&auth.metadata_url())
+    );
+    let mut response = json_error(StatusCode::UNAUTHORIZED, why.to_owned());
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    if let Some(nonce) = nonce.and_then(|n| HeaderValue::from_str(&n).ok()) {
+        response.headers_mut().insert("dpop-nonce", nonce);
+    }
+    response
 }
 
 /// The requests of a POST body as (method, tool name); none when it does not decode
@@ -203,13 +356,35 @@ fn challenge(
     }
     let message = match &error {
         Some((_, description)) => description.clone(),
-        None => "this endpoint needs an access token (Authorization: Bearer)".to_owned(),
+        None => "this endpoint needs an access token (Authorization: Bearer, or DPoP where bound tokens are taken)".to_owned(),
     };
     let mut response = json_error(status, message);
-    if let Ok(value) = HeaderValue::from_str(&format!("Bearer {}", params.join(", "))) {
-        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    for challenge in schemes(auth, &params.join(", ")) {
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().append(WWW_AUTHENTICATE, value);
+        }
     }
     response
+}
+
+/// The challenges with `params`: `Bearer`, and a `DPoP` one naming the proof
+/// algorithms where bound tokens are taken (the only one where they are required).
+#[cfg(feature = "jwt")]
+fn schemes(auth: &ResourceAuth, params: &str) -> Vec<String> {
+    let Some(check) = &auth.dpop else {
+        return vec![format!("Bearer {params}")];
+    };
+    let algs = super::DpopPolicy::algorithms().join(" ");
+    if check.policy.is_required() {
+        vec![format!("DPoP algs=\"{algs}\", {params}")]
+    } else {
+        vec![format!("Bearer {params}"), format!("DPoP algs=\"{algs}\"")]
+    }
+}
+
+#[cfg(not(feature = "jwt"))]
+fn schemes(_auth: &ResourceAuth, params: &str) -> Vec<String> {
+    vec![format!("Bearer {params}")]
 }
 
 /// A quoted-string's content: `"` and `\` escaped, and characters a header value

@@ -41,6 +41,8 @@
 //!
 //! [`ServerContext::auth`]: crate::server::ServerContext::auth
 
+#[cfg(feature = "jwt")]
+mod dpop;
 mod introspect;
 #[cfg(feature = "jwt")]
 mod jwt;
@@ -51,6 +53,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+#[cfg(feature = "jwt")]
+pub use dpop::DpopPolicy;
 pub use introspect::IntrospectionVerifier;
 #[cfg(feature = "jwt")]
 pub use jwt::JwtVerifier;
@@ -91,6 +95,9 @@ pub struct ResourceAuth {
     required: Vec<String>,
     per_method: HashMap<String, Vec<String>>,
     per_tool: HashMap<String, Vec<String>>,
+    /// DPoP-bound tokens, when taken.
+    #[cfg(feature = "jwt")]
+    dpop: Option<Arc<dpop::DpopCheck>>,
 }
 
 impl fmt::Debug for ResourceAuth {
@@ -123,7 +130,30 @@ impl ResourceAuth {
             required: Vec::new(),
             per_method: HashMap::new(),
             per_tool: HashMap::new(),
+            #[cfg(feature = "jwt")]
+            dpop: None,
         }
+    }
+
+    /// Take DPoP-bound tokens (RFC 9449) as `policy` says, checking each request's
+    /// proof and the token's binding to its key; the metadata advertises the proof
+    /// algorithms (and whether bound tokens are required), so clients bind their
+    /// tokens. Feature `jwt`.
+    ///
+    /// ```
+    /// use mcpflow::http::server::auth::{DpopPolicy, ResourceAuth, StaticTokens};
+    ///
+    /// let auth = ResourceAuth::new("https://mcp.example.com/mcp", "https://auth.example.com", StaticTokens::new())
+    ///     .dpop(DpopPolicy::required().with_nonces());
+    /// assert_eq!(auth.metadata().dpop_bound_access_tokens_required, Some(true));
+    /// ```
+    #[cfg(feature = "jwt")]
+    #[must_use]
+    pub fn dpop(mut self, policy: DpopPolicy) -> Self {
+        self.metadata.dpop_signing_alg_values_supported = Some(DpopPolicy::algorithms());
+        self.metadata.dpop_bound_access_tokens_required = Some(policy.is_required());
+        self.dpop = Some(Arc::new(dpop::DpopCheck::new(policy)));
+        self
     }
 
     /// Also trust tokens from this authorization server (listed in the metadata).
