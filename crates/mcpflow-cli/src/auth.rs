@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcpflow::auth::{
     ClientRegistration, FileTokenStore, LoopbackRedirect, MemoryTokenStore, OAuthConfig,
-    TokenStore, canonical_resource,
+    TokenStore, WorkloadIdentity, canonical_resource,
 };
 use mcpflow::client::Client;
 use mcpflow::host::OAuthSettings;
@@ -76,6 +76,11 @@ pub struct AuthArgs {
         conflicts_with = "client_secret_env"
     )]
     pub client_key_file: Option<PathBuf>,
+    /// The file holding this workload's identity token from its platform (a
+    /// Kubernetes service account token), for `--grant workload-identity`; read anew
+    /// for each grant.
+    #[arg(long, value_name = "FILE")]
+    pub identity_token_file: Option<PathBuf>,
     /// The client secret an `mcpServers` entry gives (`oauth.clientSecret`).
     #[arg(skip)]
     pub entry_secret: Option<String>,
@@ -88,6 +93,8 @@ pub enum Grant {
     AuthorizationCode,
     /// The client's own credentials, without a user.
     ClientCredentials,
+    /// The workload's identity token (`--identity-token-file`) as a JWT bearer grant.
+    WorkloadIdentity,
 }
 
 impl AuthArgs {
@@ -102,6 +109,7 @@ impl AuthArgs {
             || self.callback_port.is_some()
             || self.grant.is_some()
             || self.client_key_file.is_some()
+            || self.identity_token_file.is_some()
     }
 
     /// The bound on the browser step.
@@ -211,6 +219,22 @@ pub async fn config(
                 "--grant client-credentials needs --client-id, with --client-secret-env or --client-key-file",
             )
         })?),
+        Some(Grant::WorkloadIdentity) => {
+            let file = args.identity_token_file.as_ref().ok_or_else(|| {
+                Failure::usage("--grant workload-identity needs --identity-token-file FILE")
+            })?;
+            let mut identity = WorkloadIdentity::file(file);
+            if let Some(id) = &args.client_id {
+                identity = identity.client_id(id);
+            }
+            // The grant authenticates no client: no registration to add.
+            let config = OAuthConfig::workload_identity(identity).store(store_for(url)?);
+            let config = config.client_name("mcpflow").timeout(args.timeout());
+            return Ok(Some(match &args.scope {
+                Some(scope) => config.scope(scope),
+                None => config,
+            }));
+        }
         _ => OAuthConfig::authorization_code(loopback(args).await?),
     };
     configured(args, config.store(store_for(url)?)).map(Some)
@@ -227,9 +251,10 @@ pub fn with_entry(args: &AuthArgs, entry: Option<&OAuthSettings>) -> Result<Auth
             None => None,
             Some("client_credentials" | "client-credentials") => Some(Grant::ClientCredentials),
             Some("authorization_code" | "authorization-code") => Some(Grant::AuthorizationCode),
+            Some("workload_identity" | "workload-identity") => Some(Grant::WorkloadIdentity),
             Some(other) => {
                 return Err(Failure::usage(format!(
-                    "`oauth.grant` is `{other}`; expected `client_credentials` or `authorization_code`"
+                    "`oauth.grant` is `{other}`; expected `client_credentials`, `workload_identity` or `authorization_code`"
                 )));
             }
         };
@@ -238,6 +263,10 @@ pub fn with_entry(args: &AuthArgs, entry: Option<&OAuthSettings>) -> Result<Auth
         args.client_id.clone_from(&entry.client_id);
         args.client_key_file.clone_from(&entry.client_key_file);
         args.entry_secret.clone_from(&entry.client_secret);
+    }
+    if args.identity_token_file.is_none() {
+        args.identity_token_file
+            .clone_from(&entry.identity_token_file);
     }
     if args.scope.is_none() {
         args.scope.clone_from(&entry.scope);

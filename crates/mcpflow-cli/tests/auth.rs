@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{HttpServe, Run, mcpflow_with};
-use server::{M2M_CREDENTIALS, MARK, Servers};
+use server::{M2M_CREDENTIALS, MARK, Servers, WORKLOAD_TOKEN};
 
 /// A fresh cache directory and browser scripts for one test.
 struct Home {
@@ -401,6 +401,37 @@ fn client_credentials_need_no_browser_from_flags_or_the_servers_file() {
     assert_eq!(run.code, 0, "{}", run.describe());
     assert_eq!(run.json()["servers"]["remote"]["state"], "ready");
     assert_eq!(servers.with(|s| s.authorize), 0, "no browser step");
+    assert!(!Path::new(&format!("{marker}.started")).exists());
+}
+
+/// A workload signs in with its platform's identity token (a file, read for each
+/// grant) as a JWT bearer grant: no browser, no client secret.
+#[test]
+fn workload_identity_reads_its_token_file() {
+    let servers = Servers::start();
+    let home = Home::new("wif");
+    let url = servers.mcp();
+    let file = home.dir.join("identity-token");
+    std::fs::write(&file, format!("{WORKLOAD_TOKEN}\n")).unwrap();
+    let marker = home.browser("marker.sh", "touch \"$0.started\"");
+    let run = home.run(
+        &[
+            "call",
+            "guarded_tool",
+            "--url",
+            &url,
+            "--grant",
+            "workload-identity",
+            "--identity-token-file",
+            file.to_str().unwrap(),
+        ],
+        &marker,
+    );
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert_eq!(
+        servers.with(|s| s.grants.clone()),
+        ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
+    );
     assert!(!Path::new(&format!("{marker}.started")).exists());
 }
 

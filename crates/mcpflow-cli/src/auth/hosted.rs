@@ -50,7 +50,10 @@ pub async fn for_servers(config: &ServersConfig, args: &AuthArgs) -> Result<Host
             continue;
         }
         let args = &with_entry(args, remote.oauth.as_ref())?;
-        if args.grant == Some(Grant::ClientCredentials) {
+        if matches!(
+            args.grant,
+            Some(Grant::ClientCredentials | Grant::WorkloadIdentity)
+        ) {
             // No one signs in: the same configuration as `--url` with the flags.
             if let Some(oauth) = super::config(args, None, &remote.url).await? {
                 configs.insert(name.to_owned(), oauth);

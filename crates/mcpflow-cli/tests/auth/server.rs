@@ -19,6 +19,9 @@ pub const MARK: &str = "SeCrEt";
 /// The machine client the token endpoint knows, `id:secret` (the secret marked too).
 pub const M2M_CREDENTIALS: &str = "m2m:m2m-SeCrEt";
 
+/// The workload identity token the token endpoint takes as a JWT bearer assertion.
+pub const WORKLOAD_TOKEN: &str = "wif-SeCrEt-token";
+
 /// What the servers saw.
 #[derive(Default)]
 pub struct Seen {
@@ -139,7 +142,7 @@ async fn handle(request: Request, seen: &Mutex<Seen>, base: &str) -> Response {
                 "registration_endpoint": format!("{base}/register"),
                 "response_types_supported": ["code"],
                 "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
-                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"],
                 "code_challenge_methods_supported": ["S256"],
                 "scopes_supported": ["read"],
             });
@@ -180,6 +183,9 @@ async fn handle(request: Request, seen: &Mutex<Seen>, base: &str) -> Response {
                         .zip(form.get("client_secret"))
                         .map(|(id, secret)| format!("{id}:{secret}"));
                     basic.or(posted).as_deref() == Some(M2M_CREDENTIALS)
+                }
+                "urn:ietf:params:oauth:grant-type:jwt-bearer" => {
+                    form.get("assertion").map(String::as_str) == Some(WORKLOAD_TOKEN)
                 }
                 _ => false,
             };

@@ -164,7 +164,8 @@ pub struct RemoteServer {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct OAuthSettings {
-    /// `client_credentials`, or `authorization_code` (a browser sign-in; the default).
+    /// `client_credentials`, `workload_identity`, or `authorization_code` (a browser
+    /// sign-in; the default).
     pub grant: Option<String>,
     /// The client ID registered at the authorization server.
     pub client_id: Option<String>,
@@ -174,6 +175,9 @@ pub struct OAuthSettings {
     pub client_key_file: Option<PathBuf>,
     /// The scope to ask for.
     pub scope: Option<String>,
+    /// The file holding the workload's identity token, for the `workload_identity`
+    /// grant (RFC 7523 JWT bearer).
+    pub identity_token_file: Option<PathBuf>,
 }
 
 /// The HTTP transport an entry names with `type`.
@@ -414,16 +418,18 @@ impl ServerConfig {
                             .map(|v| field(format!("oauth.{name}"), v))
                             .transpose()
                     };
-                    let key_file = oauth
-                        .client_key_file
-                        .as_ref()
-                        .map(|p| p.to_string_lossy().into_owned());
+                    let path_text =
+                        |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
+                    let key_file = path_text(&oauth.client_key_file);
+                    let token_file = path_text(&oauth.identity_token_file);
                     out.oauth = Some(OAuthSettings {
                         grant: text("grant", &oauth.grant)?,
                         client_id: text("clientId", &oauth.client_id)?,
                         client_secret: text("clientSecret", &oauth.client_secret)?,
                         client_key_file: text("clientKeyFile", &key_file)?.map(PathBuf::from),
                         scope: text("scope", &oauth.scope)?,
+                        identity_token_file: text("identityTokenFile", &token_file)?
+                            .map(PathBuf::from),
                     });
                 }
                 Ok(ServerConfig::Remote(out))
