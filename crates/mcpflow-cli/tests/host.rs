@@ -141,6 +141,19 @@ fn call_by_catalog_name_starts_only_its_server_and_is_a_full_call() {
     );
     assert!(out["notifications"].is_object(), "{}", run.describe());
 
+    // The host runs the others; the entry that cannot be used fails on its own.
+    let run = mcpflow(&["host", "--config", &path, "--json", "--timeout", "2"]);
+    assert_eq!(run.code, 3, "{}", run.describe());
+    let out = run.json();
+    assert_eq!(out["servers"]["everything"]["state"], "ready", "{out}");
+    assert_eq!(out["servers"]["unset"]["state"], "failed", "{out}");
+    assert!(
+        out["servers"]["unset"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("MCPFLOW_TEST_NEVER_SET")),
+        "{out}"
+    );
+
     let run = mcpflow(&["call", "--config", &path, "unset__anything"]);
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
