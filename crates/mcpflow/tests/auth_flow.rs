@@ -297,6 +297,13 @@ async fn refreshes_instead_of_authorizing_again() {
     list_and_call(&client).await.expect("after refresh");
     servers.with(|seen| {
         assert_eq!(seen.authorize.len(), 1, "no second authorization");
+        let asked = &seen.authorize[0];
+        assert!(asked["scope"].split(' ').any(|s| s == "offline_access"), "{asked:?}");
+        assert_eq!(
+            asked.get("prompt").map(String::as_str),
+            Some("consent"),
+            "offline_access is asked with consent (OIDC Core §11)"
+        );
         let grants: Vec<_> = seen
             .token
             .iter()

@@ -503,6 +503,11 @@ impl OAuthClient {
                 .append_pair("state", state.as_str());
             if let Some(scope) = &scope {
                 query.append_pair("scope", scope);
+                // OpenID Connect grants offline_access (a refresh token) only with
+                // consent asked for (OIDC Core §11); servers drop it otherwise.
+                if scope.split(' ').any(|s| s == "offline_access") {
+                    query.append_pair("prompt", "consent");
+                }
             }
             if let Some(resource) = &found.resource {
                 query.append_pair("resource", resource);

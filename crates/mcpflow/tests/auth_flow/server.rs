@@ -178,6 +178,9 @@ async fn handle(
         if setup.registration {
             doc["registration_endpoint"] = json!(format!("{issuer}/register"));
         }
+        if setup.refresh_tokens {
+            doc["scopes_supported"] = json!(["read", "write", "offline_access"]);
+        }
         if setup.pkce {
             doc["code_challenge_methods_supported"] = json!(["S256"]);
         }
