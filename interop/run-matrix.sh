@@ -439,6 +439,44 @@ for cell in python typescript; do
     fi
 done
 
+# --- OAuth against a real authorization server (node-oidc-provider): client credentials,
+# authorization code with introspection, the Python SDK's flow, DPoP-bound tokens with nonces ---
+# shellcheck source=interop/oidc-cells.sh
+source "$root/interop/oidc-cells.sh"
+
+# --- a browser page on another origin: CORS ---------------------------------------------
+# interop/browser/run.mjs serves a page from an allowed origin and from one that is not,
+# runs the official TypeScript client in headless Chromium against `mcpflow serve --http
+# --allow-origin`, and checks initialize, a list, a call with progress and the session's
+# end from the first, and a refusal for the second.
+f="$logs/browser"
+origin_port="$(free_port)"
+bad_origin_port="$(free_port)"
+if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@ \
+    --allow-origin "http://127.0.0.1:$origin_port"; then
+    timeout 90 "$node" "$root/interop/browser/run.mjs" --url "$http_url" --origin-port "$origin_port" \
+        --bad-origin-port "$bad_origin_port" >"$f.out" 2>"$f.err"
+    rc=$?
+    stop_http
+    report "mcpflow(http, --allow-origin) <- TypeScript client in Chromium" "$(python3 - "$f.out" "$rc" <<'PY'
+import json, sys
+path, rc = sys.argv[1], sys.argv[2]
+try:
+    r = json.loads(open(path).read().strip().splitlines()[-1])
+except Exception as e:
+    print(f"FAIL no result from run.mjs (exit {rc}): {e}; see {path[:-4]}.err")
+    sys.exit()
+a, d = r.get("allowed", {}), r.get("disallowed", {})
+detail = (f"allowed: {a.get('tools')} tools, {a.get('progress')} progress, terminated {a.get('terminated')}; "
+          f"other origin refused {d.get('refused')} (preflight {d.get('directPreflight', {}).get('status')}); "
+          f"{r.get('versions', {}).get('chromium')}")
+print(("PASS " if r.get("ok") and rc == "0" else f"FAIL {r.get('failures')} ") + detail)
+PY
+)" "$f.server.log"
+else
+    report "mcpflow(http, --allow-origin) <- TypeScript client in Chromium" "FAIL the server did not accept connections within 10 s" "$f.server.log"
+fi
+
 # --- controls: peer server <- peer client (validates the peers themselves) ------------
 if [[ "${INTEROP_CONTROLS:-1}" == 1 ]]; then
     for pair in "py2:py2-legacy" "py1:py1" "ts:ts" "py2:ts" "ts:py1" "ts2:ts2" "ts2:ts" "ts:ts2"; do

