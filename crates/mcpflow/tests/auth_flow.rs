@@ -298,7 +298,10 @@ async fn refreshes_instead_of_authorizing_again() {
     servers.with(|seen| {
         assert_eq!(seen.authorize.len(), 1, "no second authorization");
         let asked = &seen.authorize[0];
-        assert!(asked["scope"].split(' ').any(|s| s == "offline_access"), "{asked:?}");
+        assert!(
+            asked["scope"].split(' ').any(|s| s == "offline_access"),
+            "{asked:?}"
+        );
         assert_eq!(
             asked.get("prompt").map(String::as_str),
             Some("consent"),
