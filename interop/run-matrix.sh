@@ -3,7 +3,7 @@
 # clients (Python mcp 2.x in auto and legacy modes, Python mcp 1.30, TypeScript SDK 1.x,
 # TypeScript SDK 2.x in legacy and auto version-negotiation modes), and the mcpflow client
 # (`mcpflow inspect` / `mcpflow call`) against the official SDK servers, in the handshake era
-# and (`--era modern`, against the Python 2.x server) in 2026-07-28.
+# and (`--era per-request`, against the Python 2.x server) in 2026-07-28.
 # Over HTTP, each cell starts its server on a free 127.0.0.1 port (`mcpflow serve everything
 # --http 127.0.0.1:PORT`, or a peer server with `--http-port PORT`; endpoint /mcp), waits at most
 # 10 s for it to accept connections, and stops it afterwards; clients connect with `--url`.
@@ -216,21 +216,21 @@ done
 # Python 2.x and TypeScript v2 in auto mode (they probe server/discover first): a call with
 # progress, an elicitation answered through input_required, and a tool-list change seen on
 # subscriptions/listen; the Inspector CLI with --protocol-era modern lists and calls.
-declare -A modern_clients=(
+declare -A per_request_clients=(
     [py2]="$py2 $root/interop/peers/modern.py --mode auto"
     [ts2]="$node $peers/node/modern.mjs --mode auto"
 )
-MODERN_TOOLS=(--progress test_tool_with_progress --elicit test_elicitation --change test_trigger_tool_change)
+PER_REQUEST_TOOLS=(--progress test_tool_with_progress --elicit test_elicitation --change test_trigger_tool_change)
 for c in py2 ts2; do
     f="$logs/mcpflow-2026.$c"
     # shellcheck disable=SC2086
-    $T ${modern_clients[$c]} "${MODERN_TOOLS[@]}" -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
+    $T ${per_request_clients[$c]} "${PER_REQUEST_TOOLS[@]}" -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
     echo $? >"$f.rc"
     report "mcpflow(2026-07-28) <- $c" "$(judge modern "$f.out" 2026-07-28 1)"
     f="$logs/mcpflow-http-2026.$c"
     if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
         # shellcheck disable=SC2086
-        $T ${modern_clients[$c]} "${MODERN_TOOLS[@]}" --url "$http_url" >"$f.out" 2>"$f.err"
+        $T ${per_request_clients[$c]} "${PER_REQUEST_TOOLS[@]}" --url "$http_url" >"$f.out" 2>"$f.err"
         echo $? >"$f.rc"
         stop_http
         report "mcpflow(http, 2026-07-28) <- $c" "$(judge modern "$f.out" 2026-07-28 1)" "$f.server.log"
@@ -243,7 +243,7 @@ done
 for c in py2 ts2; do
     f="$logs/mcpflow-2025.$c"
     # shellcheck disable=SC2086
-    $T ${modern_clients[$c]/--mode auto/--mode legacy} --progress test_tool_with_progress --elicit test_elicitation \
+    $T ${per_request_clients[$c]/--mode auto/--mode legacy} --progress test_tool_with_progress --elicit test_elicitation \
         -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
     echo $? >"$f.rc"
     report "mcpflow(2025-11-25, same elicitation tool) <- $c" "$(judge modern "$f.out" 2025-11-25 0)"
@@ -400,9 +400,9 @@ done
 # --- mcpflow's client pinned to 2026-07-28 against the Python 2.x server, stdio and HTTP ---
 # A call with progress and a log, a list change, an elicitation through input_required.
 for t in stdio http; do
-    d="$logs/py2-modern-$t.mcpflow"
+    d="$logs/py2-per-request-$t.mcpflow"
     mkdir -p "$d"
-    name="py2-modern($t) <- mcpflow --era modern"
+    name="py2-per-request($t) <- mcpflow --era per-request"
     modern_cmd=("$py2" "$root/interop/peers/server_modern.py")
     place=(-- "${modern_cmd[@]}")
     if [[ $t == http ]]; then
@@ -415,7 +415,7 @@ for t in stdio http; do
     run_modern() { # name subcommand args...
         local n="$1" sub="$2"
         shift 2
-        $T "$mcpflow" "$sub" --era modern --json --timeout 20 "$@" "${place[@]}" >"$d/$n.out" 2>"$d/$n.err"
+        $T "$mcpflow" "$sub" --era per-request --json --timeout 20 "$@" "${place[@]}" >"$d/$n.out" 2>"$d/$n.err"
         echo $? >"$d/$n.rc"
     }
     run_modern inspect inspect

@@ -84,9 +84,9 @@ pub struct ServerArgs {
     pub sampling_response: Option<String>,
     #[command(flatten)]
     pub auth: crate::auth::AuthArgs,
-    /// Protocol era: `handshake` (`initialize`, 2025-11-25 and older), `modern`
+    /// Protocol era: `handshake` (`initialize`, 2025-11-25 and older), `per-request`
     /// (2026-07-28 only) or `auto` (probe with `server/discover`, else `initialize`).
-    #[arg(long, value_name = "ERA", default_value = "handshake", value_parser = ["handshake", "modern", "auto"], help_heading = "Server")]
+    #[arg(long, value_name = "ERA", default_value = "handshake", value_parser = ["handshake", "per-request", "auto"], help_heading = "Server")]
     pub era: String,
     /// The server command and its arguments, after `--` (in place of `--url` or
     /// `--config`).

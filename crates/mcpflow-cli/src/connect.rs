@@ -205,7 +205,7 @@ pub fn capabilities(
     // handshake era sends them.
     builder = builder
         .era(match args.era.as_str() {
-            "modern" => Era::Modern,
+            "per-request" => Era::PerRequest,
             "auto" => Era::Auto,
             _ => Era::Handshake,
         })

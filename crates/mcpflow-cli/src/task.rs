@@ -92,7 +92,7 @@ pub async fn run(
         *slot = Some(id.clone());
     }
     run.record(&created.task, quiet);
-    if client.is_modern() {
+    if client.is_per_request() {
         // 2026-07-28 has no tasks/result: the wait polls and answers the task's input
         // requests itself; the session's own limits bound it.
         let result = client

@@ -63,7 +63,7 @@ fn call_runs_a_required_task_tool_as_a_task_and_shows_its_status() {
 
 #[test]
 fn call_runs_a_required_task_tool_on_a_2026_connection() {
-    let run = call_everything(&["--json", "--era", "modern", "test_task_required"]);
+    let run = call_everything(&["--json", "--era", "per-request", "test_task_required"]);
     assert_eq!(run.code, 0, "{}", run.describe());
     let out = run.json();
     let task = &out["task"];

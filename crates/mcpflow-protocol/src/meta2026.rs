@@ -105,7 +105,7 @@ impl RequestMeta {
 
     /// Whether both required keys (`protocolVersion`, `clientCapabilities`) are present,
     /// which is what marks a request as 2026-07-28 (stateless) rather than handshake era.
-    pub fn is_modern(&self) -> bool {
+    pub fn is_per_request(&self) -> bool {
         self.protocol_version.is_some() && self.client_capabilities.is_some()
     }
 
@@ -116,7 +116,7 @@ impl RequestMeta {
 }
 
 /// Whether a request `_meta` carries the 2026-07-28 protocol version key.
-pub fn has_modern_meta(meta: Option<&Meta>) -> bool {
+pub fn has_per_request_meta(meta: Option<&Meta>) -> bool {
     meta.is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY))
 }
 
@@ -254,10 +254,10 @@ mod tests {
             "com.example/trace": "t"
         });
         let meta: RequestMeta = serde_json::from_value(v.clone()).expect("reads");
-        assert!(meta.is_modern());
+        assert!(meta.is_per_request());
         assert_eq!(meta.log_level, Some(LoggingLevel::Warning));
         assert_eq!(serde_json::to_value(&meta).expect("writes"), v);
-        assert!(!RequestMeta::default().is_modern());
+        assert!(!RequestMeta::default().is_per_request());
     }
 
     #[test]

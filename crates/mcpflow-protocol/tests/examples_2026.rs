@@ -51,7 +51,7 @@ fn params_by_method(method: &str, params: &Value) -> Option<Result<(), String>> 
             Ok(m) => m,
             Err(e) => return Some(Err(format!("request _meta rejected: {e}"))),
         };
-        if !typed.is_modern() {
+        if !typed.is_per_request() {
             return Some(Err("request _meta lacks a required key".into()));
         }
         if let Err(e) = round_trip::<RequestMeta>(meta) {

@@ -88,11 +88,15 @@ pub mod conformance {
             transport = transport.oauth(oauth_config(scenario)?);
         }
         let transport = transport.build()?;
-        let modern = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        let per_request = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
             .is_ok_and(|v| v.as_str() >= "2026-07-28");
         let mut builder = Client::builder("mcpflow-conformance-client", env!("CARGO_PKG_VERSION"))
             .protocol_version(ProtocolVersion::V2025_11_25)
-            .era(if modern { Era::Auto } else { Era::Handshake });
+            .era(if per_request {
+                Era::Auto
+            } else {
+                Era::Handshake
+            });
         if scenario.starts_with("elicitation") || scenario.starts_with("sep-2322") {
             builder = builder.on_elicitation(false, |params, _client| async move {
                 Ok(accept_with_defaults(&params))

@@ -1,7 +1,7 @@
 //! The client against scripted 2026-07-28 peers: era detection on each kind of answer
 //! to the `server/discover` probe, the per-request `_meta` envelope, `input_required`
 //! rounds fulfilled with the existing callbacks, and (over HTTP) the 400 bodies that do
-//! or do not mean "modern", the `Mcp-*` headers and the retry after `-32020`.
+//! or do not mean "per-request era", the `Mcp-*` headers and the retry after `-32020`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
 mod common;
@@ -21,7 +21,7 @@ fn discover_result(id: &Value) -> Value {
         "resultType": "complete", "supportedVersions": ["2026-07-28"],
         "capabilities": {"tools": {"listChanged": true}},
         "ttlMs": 0, "cacheScope": "public",
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "9"}}
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "per-request", "version": "9"}}
     }})
 }
 
@@ -34,7 +34,7 @@ fn memory() -> (AnyTransport, RawPeer) {
     (client, RawPeer::new(server))
 }
 
-/// The envelope every modern request must carry.
+/// The envelope every per-request request must carry.
 fn assert_envelope(request: &Value) {
     let meta = &request["params"]["_meta"];
     assert_eq!(meta[VERSION_KEY], "2026-07-28", "version on {request}");
@@ -49,7 +49,7 @@ fn assert_envelope(request: &Value) {
 }
 
 /// Connect `builder` while `script` plays the server's side of the probe.
-async fn connect_modern(builder: ClientBuilder) -> (Client, RawPeer) {
+async fn connect_per_request(builder: ClientBuilder) -> (Client, RawPeer) {
     let (transport, mut peer) = memory();
     let server = async {
         let probe = peer.recv().await.unwrap();
@@ -57,7 +57,7 @@ async fn connect_modern(builder: ClientBuilder) -> (Client, RawPeer) {
         assert_envelope(&probe);
         peer.send(discover_result(&probe["id"])).await;
     };
-    let (client, ()) = bounded("modern connect", async {
+    let (client, ()) = bounded("per-request connect", async {
         tokio::join!(builder.connect(transport), server)
     })
     .await;
@@ -70,10 +70,10 @@ fn builder() -> ClientBuilder {
 }
 
 #[tokio::test]
-async fn a_discover_result_means_modern_and_every_request_carries_the_envelope() {
-    let (client, mut peer) = connect_modern(builder()).await;
-    assert!(client.is_modern());
-    assert_eq!(client.server_info().server_info.name, "modern");
+async fn a_discover_result_means_per_request_and_every_request_carries_the_envelope() {
+    let (client, mut peer) = connect_per_request(builder()).await;
+    assert!(client.is_per_request());
+    assert_eq!(client.server_info().server_info.name, "per-request");
     assert_eq!(client.server_info().protocol_version.as_str(), "2026-07-28");
     let call = tokio::spawn({
         let client = client.handle();
@@ -110,7 +110,7 @@ async fn a_discover_result_means_modern_and_every_request_carries_the_envelope()
 }
 
 #[tokio::test]
-async fn an_unsupported_version_error_means_modern_with_a_version_from_supported() {
+async fn an_unsupported_version_error_means_per_request_with_a_version_from_supported() {
     let (transport, mut peer) = memory();
     let server = async {
         let probe = peer.recv().await.unwrap();
@@ -130,7 +130,7 @@ async fn an_unsupported_version_error_means_modern_with_a_version_from_supported
         tokio::join!(builder().connect(transport), server)
     })
     .await;
-    assert!(client.unwrap().is_modern());
+    assert!(client.unwrap().is_per_request());
 }
 
 /// Answer the probe with `answer` (or nothing), then expect the handshake.
@@ -144,7 +144,7 @@ async fn falls_back_to_initialize(answer: Option<Value>, era: Era) -> Result<Cli
             answer["id"] = probe["id"].clone();
             peer.send(answer).await;
         }
-        if era == Era::Modern {
+        if era == Era::PerRequest {
             return;
         }
         peer.accept_initialize().await;
@@ -168,7 +168,7 @@ async fn method_not_found_means_the_handshake() {
     )
     .await
     .unwrap();
-    assert!(!client.is_modern());
+    assert!(!client.is_per_request());
     assert_eq!(client.server_info().protocol_version.as_str(), "2025-11-25");
 }
 
@@ -180,19 +180,19 @@ async fn no_answer_to_the_probe_means_the_handshake() {
     )
     .await
     .unwrap();
-    assert!(!client.is_modern());
+    assert!(!client.is_per_request());
 }
 
 #[tokio::test]
-async fn a_client_pinned_to_modern_refuses_a_handshake_server() {
+async fn a_client_pinned_to_per_request_refuses_a_handshake_server() {
     let answer = error(&Value::Null, -32601, Value::Null);
     let outcome = bounded(
-        "pinned modern",
-        falls_back_to_initialize(Some(answer), Era::Modern),
+        "pinned per-request",
+        falls_back_to_initialize(Some(answer), Era::PerRequest),
     )
     .await;
     assert!(
-        matches!(outcome, Err(ConnectError::NotModern(_))),
+        matches!(outcome, Err(ConnectError::HandshakeOnly(_))),
         "{outcome:?}"
     );
 }
@@ -212,7 +212,7 @@ async fn a_client_pinned_to_the_handshake_sends_no_probe() {
         tokio::join!(builder().era(Era::Handshake).connect(transport), server)
     })
     .await;
-    assert!(!client.unwrap().is_modern());
+    assert!(!client.unwrap().is_per_request());
 }
 
 /// A builder with all three callbacks.
@@ -249,7 +249,7 @@ fn all_three() -> Value {
 
 #[tokio::test]
 async fn input_required_is_fulfilled_with_each_callback_over_several_rounds() {
-    let (client, mut peer) = connect_modern(with_callbacks()).await;
+    let (client, mut peer) = connect_per_request(with_callbacks()).await;
     let call = tokio::spawn({
         let client = client.handle();
         async move { client.call_tool("ask", json!({"q": 1})).await }
@@ -293,7 +293,7 @@ async fn input_required_is_fulfilled_with_each_callback_over_several_rounds() {
 
 #[tokio::test]
 async fn input_rounds_are_bounded() {
-    let (client, mut peer) = connect_modern(with_callbacks().max_input_rounds(2)).await;
+    let (client, mut peer) = connect_per_request(with_callbacks().max_input_rounds(2)).await;
     let call = tokio::spawn({
         let client = client.handle();
         async move { client.call_tool("ask", json!({})).await }
@@ -315,7 +315,7 @@ async fn input_rounds_are_bounded() {
 
 #[tokio::test]
 async fn an_input_request_without_its_callback_fails_clearly() {
-    let (client, mut peer) = connect_modern(builder()).await;
+    let (client, mut peer) = connect_per_request(builder()).await;
     let call = tokio::spawn({
         let client = client.handle();
         async move { client.call_tool("ask", json!({})).await }
@@ -355,7 +355,7 @@ async fn serving_lists<T>(
 
 #[tokio::test(start_paused = true)]
 async fn lists_are_cached_for_their_ttl() {
-    let (client, mut peer) = connect_modern(builder()).await;
+    let (client, mut peer) = connect_per_request(builder()).await;
     let (tools, lists) = bounded(
         "first read",
         serving_lists(&mut peer, "a", 60_000, client.tools()),
@@ -403,7 +403,7 @@ async fn list_changes_arrive_on_a_listen_stream() {
             }
         }
     });
-    let (client, mut peer) = connect_modern(watching).await;
+    let (client, mut peer) = connect_per_request(watching).await;
     let listen = bounded(
         "the listen request",
         peer.recv_until(|m| m["method"] == "subscriptions/listen"),
@@ -573,9 +573,9 @@ mod http {
         ]})
     }
 
-    /// A modern server: the first `server/discover` is refused with -32022, the first
+    /// A per-request server: the first `server/discover` is refused with -32022, the first
     /// `tools/call` (when `mismatch`) with -32020.
-    fn modern(req: &Req, nth: usize, mismatch: bool) -> Reply {
+    fn per_request(req: &Req, nth: usize, mismatch: bool) -> Reply {
         match req.rpc() {
             "server/discover" if nth == 1 => refuse(
                 req,
@@ -608,10 +608,10 @@ mod http {
     }
 
     #[tokio::test]
-    async fn a_400_with_a_modern_error_means_modern_and_requests_carry_the_headers() {
-        let server = serve(|req, nth| modern(req, nth, false)).await;
+    async fn a_400_with_a_per_request_error_means_per_request_and_requests_carry_the_headers() {
+        let server = serve(|req, nth| per_request(req, nth, false)).await;
         let client = connect(&server.url).await;
-        assert!(client.is_modern());
+        assert!(client.is_per_request());
         let tools = bounded("tools", client.tools()).await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
@@ -647,7 +647,7 @@ mod http {
 
     #[tokio::test]
     async fn a_header_mismatch_refetches_the_tools_and_retries_once() {
-        let server = serve(|req, nth| modern(req, nth, true)).await;
+        let server = serve(|req, nth| per_request(req, nth, true)).await;
         let client = connect(&server.url).await;
         let result = bounded("call", client.call_tool("weather", json!({"region": "eu"})))
             .await
@@ -673,12 +673,12 @@ mod http {
         })
         .await;
         let client = connect(&server.url).await;
-        assert!(!client.is_modern());
+        assert!(!client.is_per_request());
         assert_eq!(server.posts("initialize").len(), 1);
         assert_eq!(client.server_info().server_info.name, "old");
         // The era is remembered for the origin: the next connection sends no probe.
         let again = connect(&server.url).await;
-        assert!(!again.is_modern());
+        assert!(!again.is_per_request());
         assert_eq!(server.posts("server/discover").len(), 1);
         assert_eq!(server.posts("initialize").len(), 2);
     }

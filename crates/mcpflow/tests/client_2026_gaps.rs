@@ -18,7 +18,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 #[tokio::test]
-async fn a_modern_subscription_receives_only_its_resource_updates() {
+async fn a_per_request_subscription_receives_only_its_resource_updates() {
     let server = Server::builder("files", "1")
         .resource(Resource::new("file:///a", "a"), |uri, _cx| async move {
             Ok(ReadResourceResult::new(vec![ResourceContents::text(
@@ -36,7 +36,7 @@ async fn a_modern_subscription_receives_only_its_resource_updates() {
         let arrived = Arc::new(Notify::new());
         let (record, signal) = (updates.clone(), arrived.clone());
         let builder = Client::builder("c", "1")
-            .era(Era::Modern)
+            .era(Era::PerRequest)
             .on_notification(move |n, _c| {
                 let (record, signal) = (record.clone(), signal.clone());
                 async move {
@@ -49,7 +49,7 @@ async fn a_modern_subscription_receives_only_its_resource_updates() {
                 }
             });
         let (client, _guard) = common::connect(kind, &server, builder).await;
-        assert!(client.is_modern());
+        assert!(client.is_per_request());
         bounded(
             &format!("{kind:?}: subscribe"),
             client.subscribe("file:///a"),
@@ -107,7 +107,7 @@ async fn set_logging_level_sets_the_per_request_log_level() {
     for kind in WITH_HTTP {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let builder = Client::builder("t", "1")
-            .era(Era::Modern)
+            .era(Era::PerRequest)
             .on_log(move |m, _c| {
                 let tx = tx.clone();
                 async move {

@@ -405,7 +405,10 @@ async fn a_handshake_client_on_the_same_stream_still_gets_requests() {
     peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
     let r = call(&mut peer, 2, "tools/call", json!({"name": "ask"})).await;
-    assert_eq!(r["result"]["resultType"], "input_required", "modern: {r}");
+    assert_eq!(
+        r["result"]["resultType"], "input_required",
+        "per_request: {r}"
+    );
     peer.send(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ask"}}),
     )
@@ -425,8 +428,8 @@ async fn a_handshake_client_on_the_same_stream_still_gets_requests() {
 }
 
 #[tokio::test]
-async fn the_switch_turns_the_modern_era_off() {
-    let off = Server::builder("off", "1").modern_era(false).build();
+async fn the_switch_turns_the_per_request_era_off() {
+    let off = Server::builder("off", "1").per_request_era(false).build();
     let (mut peer, _running) = connect(&off);
     let r = call(&mut peer, 1, "server/discover", json!({})).await;
     assert_eq!(r["error"]["code"], -32601, "{r}");
@@ -459,7 +462,7 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (reqwest::St
 const V: (&str, &str) = ("mcp-protocol-version", "2026-07-28");
 
 #[tokio::test]
-async fn http_serves_modern_posts_without_a_session_and_checks_headers() {
+async fn http_serves_per_request_posts_without_a_session_and_checks_headers() {
     let running = common::http::serve(HttpServer::new(server())).await;
     let url = running.url();
     let discover = request(1, "server/discover", json!({}));

@@ -1,5 +1,5 @@
 //! The seed guarantees in the 2026-07-28 era: the mcpflow client pinned to
-//! [`Era::Modern`] against the mcpflow server, over memory (capacity 0, 1 and large),
+//! [`Era::PerRequest`] against the mcpflow server, over memory (capacity 0, 1 and large),
 //! newline framing over a socket pair (as stdio) and streamable HTTP. List changes
 //! arrive on the `subscriptions/listen` stream, server requests as `input_required`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
@@ -19,8 +19,8 @@ use mcpflow::{RequestOptions, SessionError};
 use serde_json::json;
 use tokio::sync::Notify;
 
-fn modern(name: &str) -> ClientBuilder {
-    Client::builder(name, "1").era(Era::Modern)
+fn per_request(name: &str) -> ClientBuilder {
+    Client::builder(name, "1").era(Era::PerRequest)
 }
 
 /// agent-framework#4866 in 2026-07-28: the tool announces a new tool during the call
@@ -33,7 +33,7 @@ async fn list_change_reloaded_during_a_long_call(kind: Kind) {
         .tool(tool("mutate"), move |_a, cx: ServerContext| {
             let waited = waited.clone();
             async move {
-                assert!(cx.is_modern(), "a 2026-07-28 request");
+                assert!(cx.is_per_request(), "a 2026-07-28 request");
                 cx.server()
                     .add_tool(tool("added"), |_a, _cx| async {
                         Ok(CallToolResult::text("added"))
@@ -47,7 +47,7 @@ async fn list_change_reloaded_during_a_long_call(kind: Kind) {
         })
         .build();
     let signal = relisted.clone();
-    let builder = modern("agent").on_notification(move |n, client| {
+    let builder = per_request("agent").on_notification(move |n, client| {
         let signal = signal.clone();
         async move {
             if n.method == "notifications/tools/list_changed" {
@@ -59,7 +59,7 @@ async fn list_change_reloaded_during_a_long_call(kind: Kind) {
         }
     });
     let (client, _server) = common::connect(kind, &server, builder).await;
-    assert!(client.is_modern());
+    assert!(client.is_per_request());
     let initial = bounded(&format!("{kind:?}: initial tool load"), client.tools())
         .await
         .unwrap();
@@ -103,8 +103,8 @@ async fn progress_before_response(kind: Kind) {
             Ok(CallToolResult::text("Tool finished successfully"))
         })
         .build();
-    let (client, _server) = common::connect(kind, &server, modern("t")).await;
-    assert!(client.is_modern());
+    let (client, _server) = common::connect(kind, &server, per_request("t")).await;
+    assert!(client.is_per_request());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     let options = RequestOptions::new().on_progress(move |p| log.lock().unwrap().push(p.progress));
@@ -151,7 +151,7 @@ fn waits_for_cancellation(observed: Arc<Notify>) -> Server {
 async fn timeout_reaches_the_handler(kind: Kind) {
     let cancelled = Arc::new(Notify::new());
     let server = waits_for_cancellation(cancelled.clone());
-    let (client, _server) = common::connect(kind, &server, modern("t")).await;
+    let (client, _server) = common::connect(kind, &server, per_request("t")).await;
     let wait = cancelled.notified();
     let options = RequestOptions::new().timeout(Duration::from_millis(300));
     let err = bounded(
@@ -226,7 +226,7 @@ async fn elicitation_while_other_calls_run(kind: Kind) {
             Ok(CallToolResult::text("echo"))
         })
         .build();
-    let builder = modern("agent").on_elicitation(false, |_params, cx| async move {
+    let builder = per_request("agent").on_elicitation(false, |_params, cx| async move {
         // The callback may call the server too, while the round is open.
         cx.client()
             .ping()

@@ -520,21 +520,20 @@ impl Running {
 
 /// A 2026-07-28 client (answering elicitations with the name "X") of `server`, over
 /// memory or over HTTP.
-async fn modern_client(server: Server, http: bool) -> (Client, Running) {
-    let builder =
-        Client::builder("t", "1")
-            .era(Era::Modern)
-            .on_elicitation(false, |_params, _cx| async {
-                let mut content = mcpflow::protocol::JsonObject::new();
-                content.insert("name".to_owned(), json!("X"));
-                Ok(mcpflow::protocol::ElicitResult::accept(content))
-            });
+async fn per_request_client(server: Server, http: bool) -> (Client, Running) {
+    let builder = Client::builder("t", "1")
+        .era(Era::PerRequest)
+        .on_elicitation(false, |_params, _cx| async {
+            let mut content = mcpflow::protocol::JsonObject::new();
+            content.insert("name".to_owned(), json!("X"));
+            Ok(mcpflow::protocol::ElicitResult::accept(content))
+        });
     let (client, running) = if http {
         let running = common::http::serve(HttpServer::new(server)).await;
         let transport =
             mcpflow::http::client::HttpClientTransport::new(running.url()).expect("transport");
         let client = bounded(
-            "a modern client connects over HTTP",
+            "a per-request client connects over HTTP",
             builder.connect(transport),
         )
         .await;
@@ -543,14 +542,14 @@ async fn modern_client(server: Server, http: bool) -> (Client, Running) {
         let (client_side, server_side) = mcpflow::transport::MemoryTransport::pair(0);
         let running = server.serve(server_side);
         let client = bounded(
-            "a modern client connects in memory",
+            "a per-request client connects in memory",
             builder.connect(client_side),
         )
         .await;
         (client, Running::Memory(running))
     };
     let client = client.expect("connects");
-    assert!(client.is_modern());
+    assert!(client.is_per_request());
     (client, running)
 }
 
@@ -581,7 +580,7 @@ const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 async fn the_client_starts_and_awaits_tasks_and_takes_an_immediate_result() {
     for http in [false, true] {
         let (server, gate) = server();
-        let (client, running) = modern_client(server, http).await;
+        let (client, running) = per_request_client(server, http).await;
         let created = bounded(
             "call_tool_as_task",
             client.call_tool_as_task("gated", json!({}), None),
@@ -665,7 +664,7 @@ async fn the_client_starts_and_awaits_tasks_and_takes_an_immediate_result() {
 async fn the_client_answers_a_tasks_input_requests_with_its_callbacks() {
     for http in [false, true] {
         let (server, _gate) = server();
-        let (client, running) = modern_client(server, http).await;
+        let (client, running) = per_request_client(server, http).await;
         // Two input requests inside the task, answered through tasks/update.
         let created = bounded(
             "confirm as a task",
@@ -704,7 +703,7 @@ async fn the_client_cancels_a_task_and_cancels_it_past_the_deadline() {
     use mcpflow::protocol::tasks::TaskStatus;
     for http in [false, true] {
         let (server, _gate) = server();
-        let (client, running) = modern_client(server, http).await;
+        let (client, running) = per_request_client(server, http).await;
         let created = bounded(
             "a task to cancel",
             client.call_tool_as_task("gated", json!({}), None),

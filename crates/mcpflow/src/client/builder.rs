@@ -69,9 +69,9 @@ pub enum ConnectError {
     #[error("initialize failed: {0}")]
     Initialize(#[from] SessionError),
     /// The server does not speak 2026-07-28 and the client was pinned to it
-    /// ([`Era::Modern`]), or it speaks only versions this client does not.
+    /// ([`Era::PerRequest`]), or it speaks only versions this client does not.
     #[error("the server does not speak 2026-07-28: {0}")]
-    NotModern(SessionError),
+    HandshakeOnly(SessionError),
     /// The server chose a protocol version this client does not speak.
     #[error(
         "the server chose protocol version {chosen}, which this client does not support (supported: {supported})"
@@ -340,13 +340,13 @@ impl ClientBuilder {
 
     /// Start the engine on `transport` and find the server's era: unless pinned to the
     /// handshake, probe with `server/discover` ([`Era`]); a 2026-07-28 server is then
-    /// spoken to statelessly, every request carrying the per-request `_meta`. Otherwise
+    /// spoken to per request, every request carrying the per-request `_meta`. Otherwise
     /// run the handshake: `initialize` (never cancelled, bounded by the request
     /// timeout), then `notifications/initialized`.
     ///
     /// # Errors
     /// [`ConnectError`] when `initialize` fails, the server picks a version this
-    /// client does not speak, or (with [`Era::Modern`]) it does not speak 2026-07-28.
+    /// client does not speak, or (with [`Era::PerRequest`]) it does not speak 2026-07-28.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
         let capabilities = self.capabilities();
         let server_key = transport.server_key();
@@ -371,26 +371,26 @@ impl ClientBuilder {
         };
         let _ = handle.shared.caches.set(Caches::new(&handle.peer));
         // A server this process found to speak only the handshake era is not probed
-        // again (Era::Modern always probes: it must fail when the server is not modern).
+        // again (Era::PerRequest always probes: it must fail when the server is not per_request).
         let skip_probe = self.era == Era::Auto && era::known_handshake_only(server_key.as_deref());
         if self.era != Era::Handshake && !skip_probe {
             let probe = era::probe(
                 &handle.peer,
-                &modern_capabilities(&capabilities),
+                &per_request_capabilities(&capabilities),
                 &self.info,
                 self.log_level,
                 self.discover_timeout,
             )
             .await;
             match probe {
-                Probe::Modern {
+                Probe::PerRequest {
                     version,
                     discovered,
                 } => {
                     era::remember(server_key.as_deref(), false);
                     let identity = era::Identity {
                         version: version.clone(),
-                        capabilities: modern_capabilities(&capabilities),
+                        capabilities: per_request_capabilities(&capabilities),
                         info: self.info.clone(),
                     };
                     handle
@@ -422,11 +422,11 @@ impl ClientBuilder {
                 }
                 Probe::Failed(e) => {
                     session.close().await;
-                    return Err(ConnectError::NotModern(e));
+                    return Err(ConnectError::HandshakeOnly(e));
                 }
-                Probe::Handshake(why) if self.era == Era::Modern => {
+                Probe::Handshake(why) if self.era == Era::PerRequest => {
                     session.close().await;
-                    return Err(ConnectError::NotModern(SessionError::Codec {
+                    return Err(ConnectError::HandshakeOnly(SessionError::Codec {
                         method: method::SERVER_DISCOVER.into(),
                         detail: why,
                     }));
@@ -483,7 +483,7 @@ impl ClientBuilder {
 }
 
 /// 2026-07-28 client capabilities: `roots` is `{}` (no `listChanged`).
-fn modern_capabilities(handshake: &ClientCapabilities) -> ClientCapabilities {
+fn per_request_capabilities(handshake: &ClientCapabilities) -> ClientCapabilities {
     let mut caps = handshake.clone();
     if caps.roots.is_some() {
         caps.roots = Some(Default::default());

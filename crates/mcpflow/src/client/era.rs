@@ -1,6 +1,6 @@
 //! Which protocol era a server speaks, found the way 2026-07-28 describes: probe with
 //! `server/discover` carrying the per-request `_meta`; a `DiscoverResult` or a
-//! recognised modern error (`-32022` with `supported`) means 2026-07-28, any other
+//! recognised 2026-07-28 error (`-32022` with `supported`) means 2026-07-28, any other
 //! error or a timeout means the `initialize` handshake.
 
 use std::time::Duration;
@@ -33,7 +33,7 @@ use crate::session::{Peer, RequestOptions};
 ///     .connect(client_side)
 ///     .await?;
 /// // The server answered `server/discover`, so the client speaks 2026-07-28.
-/// assert!(client.is_modern());
+/// assert!(client.is_per_request());
 /// client.close().await;
 /// # Ok(()) }
 /// ```
@@ -49,7 +49,7 @@ pub enum Era {
     #[default]
     Handshake,
     /// Only 2026-07-28: connecting fails when the server does not speak it.
-    Modern,
+    PerRequest,
 }
 
 /// Servers (by [`Transport::server_key`](crate::transport::Transport::server_key)) found
@@ -89,12 +89,12 @@ pub(crate) fn remember(key: Option<&str>, handshake_only: bool) {
 }
 
 /// The 2026-07-28 versions this client speaks, preferred first.
-pub(crate) const MODERN_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
+pub(crate) const PER_REQUEST_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
-/// Modern errors that only a 2026-07-28 server sends: seeing one means the server is
-/// modern even though it refused the request.
+/// Errors that only a 2026-07-28 server sends: seeing one means the server speaks
+/// 2026-07-28 even though it refused the request.
 #[cfg(feature = "http-client")]
-pub(crate) fn is_modern_error(code: ErrorCode) -> bool {
+pub(crate) fn is_per_request_error(code: ErrorCode) -> bool {
     code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
         || code == ErrorCode::HEADER_MISMATCH
         || code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -104,13 +104,13 @@ pub(crate) fn is_modern_error(code: ErrorCode) -> bool {
 #[derive(Debug)]
 pub(crate) enum Probe {
     /// The server speaks 2026-07-28 at `version`.
-    Modern {
+    PerRequest {
         version: ProtocolVersion,
         discovered: Box<DiscoverResult>,
     },
     /// Fall back to `initialize`, for this reason (logged).
     Handshake(String),
-    /// The server is modern but shares no version with this client, or the connection
+    /// The server speaks 2026-07-28 but shares no version with this client, or the connection
     /// ended.
     Failed(SessionError),
 }
@@ -137,7 +137,7 @@ pub(crate) async fn probe(
     log_level: Option<LoggingLevel>,
     timeout: Duration,
 ) -> Probe {
-    let mut version = MODERN_VERSIONS[0].clone();
+    let mut version = PER_REQUEST_VERSIONS[0].clone();
     for _ in 0..2 {
         let options = RequestOptions::new()
             .timeout(timeout)
@@ -148,11 +148,11 @@ pub(crate) async fn probe(
             .await;
         match answer {
             Ok(discovered) => {
-                if let Some(v) = MODERN_VERSIONS
+                if let Some(v) = PER_REQUEST_VERSIONS
                     .iter()
                     .find(|v| discovered.supported_versions.contains(v))
                 {
-                    return Probe::Modern {
+                    return Probe::PerRequest {
                         version: v.clone(),
                         discovered: Box::new(discovered),
                     };
@@ -175,7 +175,7 @@ pub(crate) async fn probe(
                     .data_as::<UnsupportedProtocolVersionData>()
                     .map(|d| d.supported)
                     .unwrap_or_default();
-                match MODERN_VERSIONS.iter().find(|v| supported.contains(v)) {
+                match PER_REQUEST_VERSIONS.iter().find(|v| supported.contains(v)) {
                     Some(v) => version = v.clone(),
                     None if supported.iter().any(ProtocolVersion::is_handshake) => {
                         return Probe::Handshake(

@@ -182,7 +182,7 @@ async fn run(handle: ClientHandle, capabilities: ServerCapabilities) {
 impl ClientHandle {
     /// 2026-07-28 `resources/subscribe`: add `uri` to the listen stream's
     /// `resourceSubscriptions` and wait until the server acknowledged it.
-    pub(super) async fn subscribe_modern(&self, uri: &str) -> Result<(), SessionError> {
+    pub(super) async fn subscribe_per_request(&self, uri: &str) -> Result<(), SessionError> {
         let offered = self
             .discovered()
             .and_then(|d| d.capabilities.resources.as_ref())
@@ -205,7 +205,7 @@ impl ClientHandle {
     }
 
     /// 2026-07-28 `resources/unsubscribe`: drop `uri` from the listen stream.
-    pub(super) async fn unsubscribe_modern(&self, uri: &str) -> Result<(), SessionError> {
+    pub(super) async fn unsubscribe_per_request(&self, uri: &str) -> Result<(), SessionError> {
         let gone = |f: &SubscriptionFilter| {
             f.resource_subscriptions
                 .as_ref()

@@ -30,11 +30,11 @@
 //!
 //! **Two eras.** By default `connect` runs the `initialize` handshake. With
 //! [`Era::Auto`] ([`ClientBuilder::era`]) it first probes with `server/discover`: a
-//! 2026-07-28 server is then spoken to statelessly (every request carries the
+//! 2026-07-28 server is then spoken to per request (every request carries the
 //! per-request `_meta`; an `input_required` answer is fulfilled with the same sampling,
 //! elicitation and roots callbacks and retried; list changes arrive on a
 //! `subscriptions/listen` stream and lists are cached for their `ttlMs`), any other
-//! server gets the handshake. [`Era::Modern`] speaks only 2026-07-28.
+//! server gets the handshake. [`Era::PerRequest`] speaks only 2026-07-28.
 
 mod builder;
 pub(crate) mod cache;
@@ -48,7 +48,7 @@ mod output;
 mod pages;
 mod service;
 mod tasks;
-mod tasks_modern;
+mod tasks_per_request;
 
 pub use builder::{
     ClientBuilder, ConnectError, ElicitationCompleteHandler, ElicitationHandler, LogHandler,
@@ -57,7 +57,7 @@ pub use builder::{
 pub use context::ClientContext;
 pub use era::Era;
 #[cfg(feature = "http-client")]
-pub(crate) use era::is_modern_error as era_error;
+pub(crate) use era::is_per_request_error as era_error;
 pub use tasks::{TaskStart, TaskWaitError};
 
 use std::fmt;
@@ -174,7 +174,7 @@ impl ClientHandle {
     }
 
     /// Whether this connection speaks 2026-07-28.
-    pub fn is_modern(&self) -> bool {
+    pub fn is_per_request(&self) -> bool {
         self.shared.discovered.get().is_some()
     }
 
@@ -222,7 +222,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn ping(&self) -> Result<(), SessionError> {
-        if self.is_modern() {
+        if self.is_per_request() {
             return self
                 .request::<methods::Discover>(&EmptyParams::default(), RequestOptions::new())
                 .await
@@ -344,7 +344,7 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
         self.prefetch_tools_for_check();
-        let result = if self.is_modern() {
+        let result = if self.is_per_request() {
             match mrtr::request_with_input(self, method::TOOLS_CALL, params, options.clone()).await
             {
                 Err(SessionError::Rejected { error, .. })
@@ -461,7 +461,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
-        if self.is_modern() {
+        if self.is_per_request() {
             return mrtr::request_with_input(
                 self,
                 method::RESOURCES_READ,
@@ -485,8 +485,8 @@ impl ClientHandle {
     /// As [`Peer::request`]; with a 2026-07-28 server, [`SessionError::Codec`] when it
     /// offers no subscriptions or does not acknowledge within the request timeout.
     pub async fn subscribe(&self, uri: &str) -> Result<(), SessionError> {
-        if self.is_modern() {
-            return self.subscribe_modern(uri).await;
+        if self.is_per_request() {
+            return self.subscribe_per_request(uri).await;
         }
         self.request::<methods::Subscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new())
             .await
@@ -499,8 +499,8 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), SessionError> {
-        if self.is_modern() {
-            return self.unsubscribe_modern(uri).await;
+        if self.is_per_request() {
+            return self.unsubscribe_per_request(uri).await;
         }
         self.request::<methods::Unsubscribe>(
             &SubscribeRequestParams::new(uri),
@@ -526,7 +526,7 @@ impl ClientHandle {
         &self,
         params: &GetPromptRequestParams,
     ) -> Result<GetPromptResult, SessionError> {
-        if self.is_modern() {
+        if self.is_per_request() {
             return mrtr::request_with_input(
                 self,
                 method::PROMPTS_GET,

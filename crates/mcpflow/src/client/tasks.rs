@@ -1,7 +1,7 @@
 //! Tasks from the client's side: start a tool call as a task, poll it, take its
 //! result, list and cancel, and await one with a deadline. On a 2026-07-28 connection
 //! the same calls speak the `io.modelcontextprotocol/tasks` extension
-//! ([`tasks_modern`](super::tasks_modern)), where `tasks/result` and `tasks/list` do not
+//! ([`tasks_per_request`](super::tasks_per_request)), where `tasks/result` and `tasks/list` do not
 //! exist.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,7 +55,7 @@ pub enum TaskStart {
 impl ClientHandle {
     /// The refusal of a 2025-11-25 task method that 2026-07-28 removed.
     fn handshake_tasks_only(&self, method: &str) -> Result<(), SessionError> {
-        if !self.is_modern() {
+        if !self.is_per_request() {
             return Ok(());
         }
         Err(SessionError::Codec {
@@ -132,8 +132,8 @@ impl ClientHandle {
                 });
             }
         };
-        if self.is_modern() {
-            return super::tasks_modern::start(self, &params).await;
+        if self.is_per_request() {
+            return super::tasks_per_request::start(self, &params).await;
         }
         params.task = Some(TaskMetadata {
             ttl: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -158,8 +158,8 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32602` for an unknown or expired task.
     pub async fn get_task(&self, task_id: &str) -> Result<Task, SessionError> {
-        if self.is_modern() {
-            return super::tasks_modern::get_classic(self, task_id).await;
+        if self.is_per_request() {
+            return super::tasks_per_request::get_classic(self, task_id).await;
         }
         self.request::<methods::GetTask>(&TaskIdParams::new(task_id), RequestOptions::new())
             .await
@@ -175,13 +175,13 @@ impl ClientHandle {
         &self,
         task_id: &str,
     ) -> Result<mcpflow_protocol::tasks2026::DetailedTask, SessionError> {
-        if !self.is_modern() {
+        if !self.is_per_request() {
             return Err(SessionError::Codec {
                 method: method::TASKS_GET.into(),
                 detail: "task details are 2026-07-28's; use get_task and task_result".to_owned(),
             });
         }
-        super::tasks_modern::get(self, task_id).await
+        super::tasks_per_request::get(self, task_id).await
     }
 
     /// `tasks/result`: waits until the task ends (at most the session's maximum request
@@ -227,8 +227,8 @@ impl ClientHandle {
     /// As [`Peer::request`](crate::Peer::request); `-32602` when the task has already
     /// ended (2025-11-25).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, SessionError> {
-        if self.is_modern() {
-            return super::tasks_modern::cancel(self, task_id).await;
+        if self.is_per_request() {
+            return super::tasks_per_request::cancel(self, task_id).await;
         }
         self.request::<methods::CancelTask>(&TaskIdParams::new(task_id), RequestOptions::new())
             .await
@@ -251,8 +251,8 @@ impl ClientHandle {
         deadline: Duration,
     ) -> Result<CallToolResult, TaskWaitError> {
         let wait = async {
-            if self.is_modern() {
-                return super::tasks_modern::wait(self, task_id).await;
+            if self.is_per_request() {
+                return super::tasks_per_request::wait(self, task_id).await;
             }
             loop {
                 let task = self.get_task(task_id).await?;

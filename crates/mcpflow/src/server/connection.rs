@@ -27,10 +27,10 @@ pub(crate) struct Connection {
     pub(super) initialized: AtomicBool,
     pub(super) subscriptions: Mutex<HashSet<String>>,
     /// Every request is a 2026-07-28 one (an HTTP request without a session).
-    pub(crate) modern_only: AtomicBool,
+    pub(crate) per_request_only: AtomicBool,
     /// A 2026-07-28 request came in: without a handshake, the connection gets no
     /// untagged server-wide notifications.
-    pub(crate) saw_modern: AtomicBool,
+    pub(crate) saw_per_request: AtomicBool,
     /// Who the requests act for, when the transport authorizes them (HTTP with auth).
     pub(super) principal: PrincipalSlot,
 }
@@ -45,8 +45,8 @@ impl Connection {
             log_level: AtomicU8::new(0),
             initialized: AtomicBool::new(false),
             subscriptions: Mutex::default(),
-            modern_only: AtomicBool::new(false),
-            saw_modern: AtomicBool::new(false),
+            per_request_only: AtomicBool::new(false),
+            saw_per_request: AtomicBool::new(false),
             principal,
         }
     }
@@ -60,8 +60,8 @@ impl Connection {
     /// only a handshake-era one does.
     pub(crate) fn takes_broadcasts(&self) -> bool {
         self.handshake.get().is_some()
-            || !(self.modern_only.load(Ordering::Acquire)
-                || self.saw_modern.load(Ordering::Acquire))
+            || !(self.per_request_only.load(Ordering::Acquire)
+                || self.saw_per_request.load(Ordering::Acquire))
     }
 
     pub(crate) fn client_capabilities(&self) -> ClientCapabilities {

@@ -11,7 +11,7 @@ use mcpflow_protocol::{
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use super::modern::Modern;
+use super::per_request::PerRequest;
 use super::tasks::{self, TaskEntry, TaskOwner};
 use super::{Connection, Principal, Server};
 use crate::error::SessionError;
@@ -28,7 +28,7 @@ pub struct ServerContext {
     request: RequestContext,
     connection: Arc<Connection>,
     /// What a 2026-07-28 request said about its client, in place of the handshake.
-    modern: Option<Arc<Modern>>,
+    per_request: Option<Arc<PerRequest>>,
     /// The key the next input call is asked under (2026-07-28 rounds).
     input_key: Option<Arc<str>>,
     /// The task this handler runs as, if it runs as one.
@@ -40,7 +40,7 @@ impl ServerContext {
         ServerContext {
             request,
             connection,
-            modern: None,
+            per_request: None,
             input_key: None,
             task: None,
         }
@@ -52,7 +52,7 @@ impl ServerContext {
         ServerContext {
             request: self.request.detached(task.cancel.clone()),
             connection: self.connection.clone(),
-            modern: self.modern.clone(),
+            per_request: self.per_request.clone(),
             input_key: self.input_key.clone(),
             task: Some(task),
         }
@@ -62,7 +62,7 @@ impl ServerContext {
     /// handshake era; in 2026-07-28 (no connection outlives a request) its principal,
     /// or anyone holding the task id when requests are not authorized.
     pub(crate) fn task_owner(&self) -> TaskOwner {
-        if self.modern.is_none() {
+        if self.per_request.is_none() {
             return TaskOwner::Connection(self.connection.id);
         }
         match self.auth() {
@@ -74,15 +74,15 @@ impl ServerContext {
     /// The id of the task this handler runs as: when the client called the tool as a
     /// task (2025-11-25), or once the server made the call a task (2026-07-28).
     pub fn task_id(&self) -> Option<&str> {
-        if let Some(task) = self.modern_task() {
+        if let Some(task) = self.per_request_task() {
             return Some(task.id.as_str());
         }
         self.task.as_deref().map(|t| t.id.as_str())
     }
 
     /// The 2026-07-28 task this call became, once it did.
-    fn modern_task(&self) -> Option<&Arc<TaskEntry>> {
-        self.modern.as_ref()?.task.as_ref()?.task()
+    fn per_request_task(&self) -> Option<&Arc<TaskEntry>> {
+        self.per_request.as_ref()?.task.as_ref()?.task()
     }
 
     /// Make this call a task now, when it may become one: a 2026-07-28 `tools/call` of
@@ -98,7 +98,7 @@ impl ServerContext {
     /// before it, or to turn a call that would finish at once into a task.
     pub async fn continue_as_task(&self) {
         let may = self
-            .modern
+            .per_request
             .as_ref()
             .and_then(|m| m.task.as_ref())
             .is_some_and(|e| e.task().is_none());
@@ -135,8 +135,8 @@ impl ServerContext {
         }
     }
 
-    pub(crate) fn with_modern(mut self, modern: Arc<Modern>) -> Self {
-        self.modern = Some(modern);
+    pub(crate) fn with_per_request(mut self, per_request: Arc<PerRequest>) -> Self {
+        self.per_request = Some(per_request);
         self
     }
 
@@ -162,8 +162,8 @@ impl ServerContext {
 
     /// Whether this request is a 2026-07-28 one (stateless, with its own `_meta`
     /// envelope) rather than one of a handshake-era connection.
-    pub fn is_modern(&self) -> bool {
-        self.modern.is_some()
+    pub fn is_per_request(&self) -> bool {
+        self.per_request.is_some()
     }
 
     /// What this connection learned from the client, for the methods that change it.
@@ -200,7 +200,7 @@ impl ServerContext {
     /// What the client declared: in this request's `_meta` (2026-07-28), else in
     /// `initialize`.
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        match &self.modern {
+        match &self.per_request {
             Some(m) => m.capabilities.clone(),
             None => self.connection.client_capabilities(),
         }
@@ -208,7 +208,7 @@ impl ServerContext {
 
     /// Who the client said it is (in this request's `_meta`, or in `initialize`).
     pub fn client_info(&self) -> Option<Implementation> {
-        match &self.modern {
+        match &self.per_request {
             Some(m) => m.client_info.clone(),
             None => self.connection.client_info(),
         }
@@ -216,7 +216,7 @@ impl ServerContext {
 
     /// The request's protocol version (2026-07-28), or the negotiated one.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        match &self.modern {
+        match &self.per_request {
             Some(m) => Some(m.version.clone()),
             None => self.connection.protocol_version(),
         }
@@ -292,7 +292,7 @@ impl ServerContext {
     }
 
     async fn send_log(&self, params: LoggingMessageNotificationParams) -> Result<(), SessionError> {
-        let least = match &self.modern {
+        let least = match &self.per_request {
             Some(m) => match m.log_level {
                 Some(level) => level,
                 None => return Ok(()),
@@ -336,9 +336,9 @@ impl ServerContext {
                 serde_json::json!({"sampling": {"tools": {}}}),
             ));
         }
-        if self.modern.is_some() {
+        if self.per_request.is_some() {
             return self
-                .ask_modern(InputRequest::CreateMessage(Box::new(params)))
+                .ask_by_round(InputRequest::CreateMessage(Box::new(params)))
                 .await;
         }
         self.ask(method::SAMPLING_CREATE_MESSAGE, &params).await
@@ -371,8 +371,8 @@ impl ServerContext {
                 serde_json::json!({"elicitation": {mode: {}}}),
             ));
         }
-        if self.modern.is_some() {
-            return self.ask_modern(InputRequest::Elicit(params)).await;
+        if self.per_request.is_some() {
+            return self.ask_by_round(InputRequest::Elicit(params)).await;
         }
         self.ask(method::ELICITATION_CREATE, &params).await
     }
@@ -438,8 +438,8 @@ impl ServerContext {
                 serde_json::json!({"roots": {}}),
             ));
         }
-        if self.modern.is_some() {
-            return self.ask_modern(InputRequest::ListRoots(None)).await;
+        if self.per_request.is_some() {
+            return self.ask_by_round(InputRequest::ListRoots(None)).await;
         }
         let empty = RawValue::from_string("{}".to_owned()).ok();
         let raw = self
@@ -477,8 +477,8 @@ impl ServerContext {
         required: serde_json::Value,
     ) -> SessionError {
         let (key, what) = capability;
-        let error = if self.modern.is_some() {
-            super::modern::missing_capability(required, &format!("`{key}` ({what})"))
+        let error = if self.per_request.is_some() {
+            super::per_request::missing_capability(required, &format!("`{key}` ({what})"))
         } else if self.connection.protocol_version().is_none() {
             ErrorObject::new(
                 mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
@@ -500,12 +500,12 @@ impl ServerContext {
 
     /// A 2026-07-28 input call: the answer this round carries for its key, or (with the
     /// request registered for the `input_required` result) a wait that never ends.
-    async fn ask_modern<T: serde::de::DeserializeOwned>(
+    async fn ask_by_round<T: serde::de::DeserializeOwned>(
         &self,
         request: InputRequest,
     ) -> Result<T, SessionError> {
         let method = request.method().to_owned();
-        let Some(round) = self.modern.as_ref().and_then(|m| m.round.clone()) else {
+        let Some(round) = self.per_request.as_ref().and_then(|m| m.round.clone()) else {
             return Err(SessionError::Rejected {
                 method: method.into(),
                 error: ErrorObject::invalid_params(
@@ -514,8 +514,8 @@ impl ServerContext {
             });
         };
         let key = round.next_key(self.input_key.as_deref());
-        if let Some(task) = self.modern_task() {
-            let answer = tasks::modern::ask(self.server(), task, key, request).await?;
+        if let Some(task) = self.per_request_task() {
+            let answer = tasks::per_request::ask(self.server(), task, key, request).await?;
             return serde_json::from_value(answer).map_err(|e| SessionError::Codec {
                 method: method.into(),
                 detail: e.to_string(),

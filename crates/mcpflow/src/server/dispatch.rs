@@ -34,12 +34,19 @@ impl Service for ServerService {
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
         let server = &self.connection.server;
-        if server.inner.modern
-            && (self.connection.modern_only.load(Ordering::Acquire)
-                || super::modern::is_modern_request(&request.method, request.params.as_deref()))
+        if server.inner.per_request
+            && (self.connection.per_request_only.load(Ordering::Acquire)
+                || super::per_request::carries_envelope(&request.method, request.params.as_deref()))
         {
-            self.connection.saw_modern.store(true, Ordering::Release);
-            return super::modern::handle(&self.connection, request.method, request.params, cx);
+            self.connection
+                .saw_per_request
+                .store(true, Ordering::Release);
+            return super::per_request::handle(
+                &self.connection,
+                request.method,
+                request.params,
+                cx,
+            );
         }
         if self.connection.server.lacks_capability_for(&request.method) {
             return boxed(std::future::ready(Err(ErrorObject::new(

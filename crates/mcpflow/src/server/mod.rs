@@ -27,7 +27,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod methods;
-mod modern;
+mod per_request;
 mod principal;
 mod registry;
 mod tasks;
@@ -50,9 +50,9 @@ use mcpflow_protocol::{
 
 pub(crate) use connection::{Connection, Handshake, LEVELS};
 pub use context::ServerContext;
-pub use modern::{CacheHints, StateKey};
+pub use per_request::{CacheHints, StateKey};
 #[cfg_attr(not(feature = "http-server"), allow(unused_imports))]
-pub(crate) use modern::{is_modern_method, is_modern_request};
+pub(crate) use per_request::{carries_envelope, is_per_request_method};
 pub use principal::Principal;
 pub(crate) use principal::PrincipalSlot;
 pub use registry::{
@@ -102,11 +102,11 @@ struct ServerInner {
     /// Every connection served, for what the server announces to all of them.
     connections: Mutex<announce::Connections>,
     /// Whether 2026-07-28 requests are served.
-    modern: bool,
+    per_request: bool,
     cache_hints: CacheHints,
     state_key: StateKey,
     /// The open `subscriptions/listen` streams.
-    listeners: modern::Listeners,
+    listeners: per_request::Listeners,
 }
 
 impl fmt::Debug for Server {
@@ -130,7 +130,7 @@ pub struct ServerBuilder {
     config: SessionConfig,
     on_initialize: Option<InitializeHook>,
     on_notification: Option<NotificationHook>,
-    modern: bool,
+    per_request: bool,
     cache_hints: CacheHints,
     state_key: Option<StateKey>,
     task_limits: TaskLimits,
@@ -331,8 +331,8 @@ impl ServerBuilder {
     /// `subscriptions/listen`, `input_required` rounds) beside the handshake era on the
     /// same connection or endpoint. Default: on. Off, such requests are served as
     /// handshake-era ones and `server/discover` is `-32601`.
-    pub fn modern_era(mut self, on: bool) -> Self {
-        self.modern = on;
+    pub fn per_request_era(mut self, on: bool) -> Self {
+        self.per_request = on;
         self
     }
 
@@ -370,10 +370,10 @@ impl ServerBuilder {
                 on_notification: self.on_notification,
                 tasks: Arc::new(tasks::TaskStore::new(self.task_limits)),
                 connections: Mutex::default(),
-                modern: self.modern,
+                per_request: self.per_request,
                 cache_hints: self.cache_hints,
                 state_key: self.state_key.unwrap_or_else(StateKey::random),
-                listeners: modern::Listeners::default(),
+                listeners: per_request::Listeners::default(),
             }),
         }
     }
@@ -393,7 +393,7 @@ impl Server {
             config: SessionConfig::default(),
             on_initialize: None,
             on_notification: None,
-            modern: true,
+            per_request: true,
             cache_hints: CacheHints::default(),
             state_key: None,
             task_limits: TaskLimits::default(),
@@ -418,13 +418,13 @@ impl Server {
     /// Serve a connection that only carries 2026-07-28 requests (an HTTP request
     /// without a session): every request is checked for its envelope.
     #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-    pub(crate) fn serve_modern<T: Transport>(
+    pub(crate) fn serve_per_request<T: Transport>(
         &self,
         transport: T,
         principal: PrincipalSlot,
     ) -> RunningServer {
         let connection = Connection::new(self.clone(), principal);
-        connection.modern_only.store(true, Ordering::Release);
+        connection.per_request_only.store(true, Ordering::Release);
         self.serve_connection(transport, connection)
     }
 
@@ -440,7 +440,7 @@ impl Server {
         let session = Session::start(transport, service, self.inner.config.clone());
         // A connection of 2026-07-28 requests only takes no broadcast: announcements
         // reach those clients through their listen streams.
-        if !connection.modern_only.load(Ordering::Acquire) {
+        if !connection.per_request_only.load(Ordering::Acquire) {
             self.inner
                 .connections
                 .lock()
@@ -501,10 +501,10 @@ impl Server {
         }
     }
 
-    /// Whether 2026-07-28 requests are served ([`ServerBuilder::modern_era`]).
+    /// Whether 2026-07-28 requests are served ([`ServerBuilder::per_request_era`]).
     #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-    pub(crate) fn serves_modern(&self) -> bool {
-        self.inner.modern
+    pub(crate) fn serves_per_request(&self) -> bool {
+        self.inner.per_request
     }
 
     /// The `(argument, header name)` pairs of a tool's `x-mcp-header` arguments, which a

@@ -157,7 +157,7 @@ pub(super) struct Connection {
     /// 2026-07-28: the `x-mcp-header` arguments of each tool.
     pub(super) tool_headers: ToolHeaders,
     /// A 2026-07-28 request was sent: cancelling means closing the request's stream.
-    modern: std::sync::atomic::AtomicBool,
+    per_request: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -186,7 +186,7 @@ impl Connection {
             reinitializing: tokio::sync::Mutex::new(()),
             standalone: AtomicU64::new(0),
             tool_headers: ToolHeaders::default(),
-            modern: std::sync::atomic::AtomicBool::new(false),
+            per_request: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -281,8 +281,8 @@ impl Connection {
         } else if let Some(id) = &outgoing.cancels {
             self.settle(id);
         }
-        if outgoing.modern.is_some() {
-            self.modern.store(true, Ordering::Relaxed);
+        if outgoing.per_request.is_some() {
+            self.per_request.store(true, Ordering::Relaxed);
             if outgoing.method.as_deref() == Some("tools/list") {
                 self.tool_headers.listing(&outgoing.ids);
             }
@@ -290,8 +290,8 @@ impl Connection {
     }
 
     /// Whether 2026-07-28 requests were sent on this connection.
-    pub(super) fn is_modern(&self) -> bool {
-        self.modern.load(Ordering::Relaxed)
+    pub(super) fn is_per_request(&self) -> bool {
+        self.per_request.load(Ordering::Relaxed)
     }
 
     /// An HTTP request with the headers every request carries: `Accept`, the custom

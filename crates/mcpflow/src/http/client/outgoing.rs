@@ -21,15 +21,15 @@ pub(super) struct Outgoing {
     pub(super) cancels: Option<RequestId>,
     /// For a 2026-07-28 request (its `_meta` names the protocol version): what its
     /// HTTP headers mirror.
-    pub(super) modern: Option<Modern>,
+    pub(super) per_request: Option<Mirrored>,
 }
 
 /// The members of a 2026-07-28 request mirrored into `MCP-Protocol-Version`, `Mcp-Name`
 /// and `Mcp-Param-*`.
 #[derive(Debug, Clone, Deserialize)]
-pub(super) struct Modern {
+pub(super) struct Mirrored {
     #[serde(rename = "_meta")]
-    meta: ModernMeta,
+    meta: EnvelopeVersion,
     #[serde(default)]
     pub(super) name: Option<String>,
     #[serde(default)]
@@ -43,12 +43,12 @@ pub(super) struct Modern {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-struct ModernMeta {
+struct EnvelopeVersion {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     protocol_version: String,
 }
 
-impl Modern {
+impl Mirrored {
     pub(super) fn protocol_version(&self) -> &str {
         &self.meta.protocol_version
     }
@@ -62,14 +62,14 @@ impl Outgoing {
             ids: Vec::new(),
             method: None,
             cancels: None,
-            modern: None,
+            per_request: None,
         };
         let mut note = |env: Envelope<'_>| {
             if let (Some(method), Some(id)) = (&env.method, &env.id) {
                 if outgoing.ids.is_empty() {
-                    outgoing.modern = env
+                    outgoing.per_request = env
                         .params
-                        .and_then(|p| serde_json::from_str::<Modern>(p.get()).ok());
+                        .and_then(|p| serde_json::from_str::<Mirrored>(p.get()).ok());
                 }
                 outgoing.ids.push(id.clone());
                 outgoing.method.get_or_insert_with(|| method.to_string());

@@ -21,7 +21,7 @@ use super::connection::{
 };
 use super::expiry::expired;
 use super::legacy;
-use super::outgoing::{Modern, Outgoing};
+use super::outgoing::{Mirrored, Outgoing};
 use super::sse::Cursor;
 use super::stream::{EventReader, drain, follow, start_standalone};
 use crate::error::TransportError;
@@ -93,12 +93,12 @@ pub(super) fn post<'a>(
         drop(conn.reinitializing.lock().await);
         // 2026-07-28 has no cancellation over HTTP: closing the request's stream (done
         // when its waiter settled) is the cancellation.
-        if outgoing.is_cancellation() && conn.is_modern() && conn.session().is_none() {
+        if outgoing.is_cancellation() && conn.is_per_request() && conn.session().is_none() {
             gate.take();
             return;
         }
         let sent_session = conn.session();
-        let with_version = !outgoing.is_initialize() && outgoing.modern.is_none();
+        let with_version = !outgoing.is_initialize() && outgoing.per_request.is_none();
         let mut sends = 0;
         let response = loop {
             let generation = authorize::generation(conn);
@@ -111,8 +111,8 @@ pub(super) fn post<'a>(
                 )
                 .await
                 .header(CONTENT_TYPE, "application/json");
-            if let Some(modern) = &outgoing.modern {
-                request = modern_headers(conn, outgoing, modern, request);
+            if let Some(per_request) = &outgoing.per_request {
+                request = per_request_headers(conn, outgoing, per_request, request);
             }
             let request = request.body(outgoing.bytes.clone());
             // A request answered elsewhere or cancelled meanwhile needs no answer here.
@@ -142,18 +142,18 @@ pub(super) fn post<'a>(
             }
         };
         let status = response.status();
-        if outgoing.modern.is_some() && !status.is_success() {
-            refused_modern(conn, outgoing, waiter, response).await;
+        if outgoing.per_request.is_some() && !status.is_success() {
+            refused_per_request(conn, outgoing, waiter, response).await;
             return;
         }
         if outgoing.is_initialize() {
             conn.capture_session(&response);
             if conn.mode() == Mode::Probing {
                 if conn.config.legacy_sse_fallback && matches!(status.as_u16(), 400 | 404 | 405) {
-                    // A modern server's refusal is an answer, not a reason to try the
+                    // A per-request (2026-07-28) server's refusal is an answer, not a reason to try the
                     // transport of 2024-11-05.
                     let body = read_body(conn, response).await.unwrap_or_default();
-                    if modern_error_for(&body, outgoing).is_some() {
+                    if per_request_error_for(&body, outgoing).is_some() {
                         conn.deliver(body).await;
                         return;
                     }
@@ -205,10 +205,10 @@ pub(super) fn post<'a>(
 /// The 2026-07-28 headers of a request: `MCP-Protocol-Version` from its `_meta`,
 /// `Mcp-Method`, `Mcp-Name` (tool or prompt name, resource URI, task id) and `Mcp-Param-*` for
 /// the tool's `x-mcp-header` arguments.
-fn modern_headers(
+fn per_request_headers(
     conn: &Connection,
     outgoing: &Outgoing,
-    modern: &Modern,
+    per_request: &Mirrored,
     mut request: reqwest::RequestBuilder,
 ) -> reqwest::RequestBuilder {
     use crate::client::headers::encode_text;
@@ -216,24 +216,24 @@ fn modern_headers(
     request = request
         .header(
             crate::http::PROTOCOL_VERSION_HEADER,
-            modern.protocol_version(),
+            per_request.protocol_version(),
         )
         .header("Mcp-Method", method);
     let name = match method {
-        "tools/call" | "prompts/get" => modern.name.as_deref(),
-        "resources/read" => modern.uri.as_deref(),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => modern.task_id.as_deref(),
+        "tools/call" | "prompts/get" => per_request.name.as_deref(),
+        "resources/read" => per_request.uri.as_deref(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => per_request.task_id.as_deref(),
         _ => None,
     };
     if let Some(name) = name {
         request = request.header("Mcp-Name", encode_text(name));
     }
     if method == "tools/call"
-        && let Some(tool) = &modern.name
+        && let Some(tool) = &per_request.name
     {
         for (header, value) in conn
             .tool_headers
-            .param_headers(tool, modern.arguments.as_deref())
+            .param_headers(tool, per_request.arguments.as_deref())
         {
             request = request.header(header, value);
         }
@@ -241,9 +241,9 @@ fn modern_headers(
     request
 }
 
-/// The JSON-RPC error in `body` when it answers `outgoing` with a modern error code
-/// (or any error carrying the request's id, for a modern request).
-fn modern_error_for(body: &[u8], outgoing: &Outgoing) -> Option<ErrorObject> {
+/// The JSON-RPC error in `body` when it answers `outgoing` with an error code only 2026-07-28 servers send
+/// (or any error carrying the request's id, for a 2026-07-28 request).
+fn per_request_error_for(body: &[u8], outgoing: &Outgoing) -> Option<ErrorObject> {
     #[derive(Deserialize)]
     struct Refusal {
         #[serde(default)]
@@ -255,14 +255,14 @@ fn modern_error_for(body: &[u8], outgoing: &Outgoing) -> Option<ErrorObject> {
         .id
         .as_ref()
         .is_some_and(|id| outgoing.ids.iter().any(|i| i.correlates_with(id)));
-    let modern_code = crate::client::era_error(refusal.error.code);
-    (ours && (modern_code || outgoing.modern.is_some())).then_some(refusal.error)
+    let per_request_code = crate::client::era_error(refusal.error.code);
+    (ours && (per_request_code || outgoing.per_request.is_some())).then_some(refusal.error)
 }
 
 /// A 2026-07-28 request answered with an error status: a JSON-RPC error for it is its
 /// answer (`-32022`, `-32020`, `-32602` on 400, `-32601` on 404); any other body fails
 /// it with the status, which makes a probe fall back to `initialize`.
-async fn refused_modern(
+async fn refused_per_request(
     conn: &Arc<Connection>,
     outgoing: &Outgoing,
     waiter: &Waiter,
@@ -276,7 +276,7 @@ async fn refused_modern(
             return;
         }
     };
-    if modern_error_for(&body, outgoing).is_some() {
+    if per_request_error_for(&body, outgoing).is_some() {
         conn.deliver(body).await;
         if !waiter.is_settled() {
             let detail = format!("the error answer to {} was not taken", outgoing.describe());

@@ -362,12 +362,12 @@ pub(crate) async fn post(
     let posted = classify(&body)?;
     if let Some((id, name, params)) = &posted.single
         && !state.config.stateless
-        && state.server.serves_modern()
+        && state.server.serves_per_request()
         && !headers.contains_key(SESSION_ID_HEADER)
-        && super::modern::is_modern_post(&headers, name, params.as_deref())
+        && super::sessionless::is_sessionless_post(&headers, name, params.as_deref())
     {
-        let post = super::modern::check(&state.server, &headers, id, name, params.as_deref())?;
-        return post_modern(&state, post, principal, body, sse_ok, json_ok).await;
+        let post = super::sessionless::check(&state.server, &headers, id, name, params.as_deref())?;
+        return post_sessionless(&state, post, principal, body, sse_ok, json_ok).await;
     }
 
     let stateless = state.config.stateless;
@@ -471,9 +471,9 @@ pub(crate) async fn post(
 
 /// Serve one 2026-07-28 request without a session: a connection of its own that lives
 /// as long as the request.
-async fn post_modern(
+async fn post_sessionless(
     state: &Arc<AppState>,
-    post: super::modern::ModernPost,
+    post: super::sessionless::SessionlessPost,
     principal: Option<Extension<Arc<Principal>>>,
     body: Bytes,
     sse_ok: bool,
@@ -491,7 +491,7 @@ async fn post_modern(
         .map_err(stream_error)?;
     let served = state
         .server
-        .serve_modern(transport, session.principal.clone())
+        .serve_per_request(transport, session.principal.clone())
         .wait();
     let (stopping, ended) = (state.stopping.clone(), session.clone());
     let exchange = state.exchanges.start();
@@ -519,7 +519,7 @@ async fn post_modern(
         .send(InboundFrame::Message(body))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
-    let cancel = super::modern::CancelOnDrop::new(sender, session, post.id.clone());
+    let cancel = super::sessionless::CancelOnDrop::new(sender, session, post.id.clone());
     match reply {
         Reply::Sse(events) => {
             let mut response = sse_response(events, state, None);
@@ -547,7 +547,7 @@ async fn post_modern(
                 )
             })?;
             let body = bodies.into_iter().next().unwrap_or_default();
-            let status = super::modern::status_of(&body);
+            let status = super::sessionless::status_of(&body);
             Ok((status, [(CONTENT_TYPE, "application/json")], body).into_response())
         }
     }

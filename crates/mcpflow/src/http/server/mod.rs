@@ -81,8 +81,8 @@ mod events;
 mod guard;
 mod handlers;
 mod listener;
-mod modern;
 mod session;
+mod sessionless;
 mod table;
 
 use std::fmt;

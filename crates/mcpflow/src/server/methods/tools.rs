@@ -75,8 +75,8 @@ pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, Err
     };
     let arguments = p.arguments.map_or("{}", RawValue::get);
     // 2026-07-28 has no `task` param (a 2025-11-25 one is ignored): the server decides
-    // which calls become tasks (`server::tasks::modern`).
-    let support = support.filter(|_| !cx.is_modern());
+    // which calls become tasks (`server::tasks::per_request`).
+    let support = support.filter(|_| !cx.is_per_request());
     match (&p.task, support) {
         (Some(_), Some(TaskSupport::Forbidden)) => {
             return Err(ErrorObject::new(

@@ -8,12 +8,12 @@
 //! the request travels with the client's `tasks/result`, as the spec asks.
 //!
 //! These tasks belong to a connection (an HTTP session). The 2026-07-28 extension
-//! ([`modern`]) keeps its tasks in the same store, owned by a principal or by whoever
-//! holds the id, so they outlive the stateless request that created them.
+//! ([`per_request`]) keeps its tasks in the same store, owned by a principal or by whoever
+//! holds the id, so they outlive the per-request call that created them.
 
 mod clock;
 pub(super) mod methods;
-pub(crate) mod modern;
+pub(crate) mod per_request;
 mod store;
 
 use std::sync::Arc;

@@ -32,7 +32,7 @@ pub(crate) enum TaskOwner {
     /// [`Principal::owner_key`]: crate::server::Principal::owner_key
     Principal(Arc<str>),
     /// Anyone who holds its id: a 2026-07-28 task created without authorization, which
-    /// must outlive the stateless request that created it.
+    /// must outlive the per-request call that created it.
     Anyone,
 }
 
@@ -97,10 +97,10 @@ impl TaskEntry {
 
     /// The task as 2026-07-28 shows it, with what its status calls for.
     pub(crate) fn detailed(&self) -> mcpflow_protocol::tasks2026::DetailedTask {
-        use mcpflow_protocol::tasks2026::{DetailedTask, Task as ModernTask};
+        use mcpflow_protocol::tasks2026::{DetailedTask, Task as PerRequestTask};
         let state = self.state.borrow();
         let mut detailed = DetailedTask {
-            task: ModernTask {
+            task: PerRequestTask {
                 task_id: self.id.clone(),
                 status: state.status,
                 status_message: state.message.clone(),

@@ -1,6 +1,6 @@
 //! The 2026-07-28 era beside the handshake era: a request whose `params._meta` carries
 //! the per-request envelope (`io.modelcontextprotocol/protocolVersion`, ...) is served
-//! statelessly, from what that envelope says, whatever the connection did before.
+//! per request, from what that envelope says, whatever the connection did before.
 //!
 //! Here: recognising such a request, checking its envelope (-32602, -32022), refusing
 //! the methods 2026-07-28 removed (-32601), running the method (with
@@ -30,12 +30,12 @@ pub(crate) use listen::Listeners;
 pub use state::StateKey;
 
 use super::methods::{completion, prompts, resources, tools};
-use super::tasks::modern as tasks;
+use super::tasks::per_request as tasks;
 use super::{Connection, ServerContext};
 use crate::session::{BoxFuture, Reply, RequestContext};
 
-/// The versions served statelessly, newest first.
-pub(crate) const MODERN_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
+/// The versions served per request, newest first.
+pub(crate) const PER_REQUEST_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
 /// Cache hints put on discover, the four lists and reads unless the server says otherwise
 /// ([`ServerBuilder::cache_hints`](crate::server::ServerBuilder::cache_hints)).
@@ -69,7 +69,7 @@ impl Default for CacheHints {
 
 /// What one 2026-07-28 request said about its client, in place of `initialize`.
 #[derive(Debug)]
-pub(crate) struct Modern {
+pub(crate) struct PerRequest {
     pub(crate) version: ProtocolVersion,
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) client_info: Option<Implementation>,
@@ -95,7 +95,7 @@ fn envelope(params: Option<&RawValue>) -> Option<JsonObject> {
 
 /// Whether a request belongs to the 2026-07-28 era: its `_meta` carries one of the two
 /// envelope keys, or its method exists only there.
-pub(crate) fn is_modern_request(method: &str, params: Option<&RawValue>) -> bool {
+pub(crate) fn carries_envelope(method: &str, params: Option<&RawValue>) -> bool {
     if method == method::SERVER_DISCOVER || method == method::SUBSCRIPTIONS_LISTEN {
         return true;
     }
@@ -105,7 +105,7 @@ pub(crate) fn is_modern_request(method: &str, params: Option<&RawValue>) -> bool
 }
 
 /// Read and check a request's envelope: -32602 for a missing or malformed key, -32022
-/// for a version not served statelessly.
+/// for a version not served per request.
 pub(crate) fn check_envelope(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
     let meta = envelope(params).ok_or_else(|| {
         ErrorObject::invalid_params(format!(
@@ -114,7 +114,7 @@ pub(crate) fn check_envelope(params: Option<&RawValue>) -> Result<RequestMeta, E
     })?;
     let version = meta.get(PROTOCOL_VERSION_KEY);
     if let Some(Value::String(v)) = version
-        && !MODERN_VERSIONS.iter().any(|m| m.as_str() == v)
+        && !PER_REQUEST_VERSIONS.iter().any(|m| m.as_str() == v)
     {
         return Err(unsupported_version(v));
     }
@@ -133,9 +133,9 @@ pub(crate) fn check_envelope(params: Option<&RawValue>) -> Result<RequestMeta, E
     Ok(read)
 }
 
-/// -32022 naming what this server serves statelessly.
+/// -32022 naming what this server serves per request.
 pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
-    let supported: Vec<&str> = MODERN_VERSIONS
+    let supported: Vec<&str> = PER_REQUEST_VERSIONS
         .iter()
         .map(ProtocolVersion::as_str)
         .collect();
@@ -161,7 +161,7 @@ pub(crate) fn missing_capability(required: Value, what: &str) -> ErrorObject {
 }
 
 /// Whether `method` exists for a 2026-07-28 request (the handshake-era ones do not).
-pub(crate) fn is_modern_method(name: &str) -> bool {
+pub(crate) fn is_per_request_method(name: &str) -> bool {
     matches!(
         name,
         method::SERVER_DISCOVER
@@ -211,7 +211,7 @@ pub(crate) fn handle(
         Ok(meta) => meta,
         Err(e) => return boxed(std::future::ready(Err(e))),
     };
-    if !is_modern_method(&name) || server.lacks_capability_for(&name) {
+    if !is_per_request_method(&name) || server.lacks_capability_for(&name) {
         return boxed(std::future::ready(Err(ErrorObject::method_not_found(
             &name,
         ))));
@@ -244,7 +244,7 @@ pub(crate) fn handle(
         Some(e) => request.detached(e.cancel.clone()),
         None => request,
     };
-    let modern = Arc::new(Modern {
+    let per_request = Arc::new(PerRequest {
         version: meta
             .protocol_version
             .unwrap_or(ProtocolVersion::V2026_07_28),
@@ -254,7 +254,7 @@ pub(crate) fn handle(
         round: round.clone(),
         task: escalation.clone(),
     });
-    let cx = ServerContext::new(request, connection.clone()).with_modern(modern);
+    let cx = ServerContext::new(request, connection.clone()).with_per_request(per_request);
     let owner = cx.task_owner();
     let answer: BoxFuture<'static, Result<Reply, ErrorObject>> = match name.as_str() {
         method::SERVER_DISCOVER => boxed(std::future::ready(discover(&cx))),
@@ -298,7 +298,7 @@ pub(crate) fn handle(
 /// The `server/discover` result.
 fn discover(cx: &ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
-    let mut versions: Vec<ProtocolVersion> = MODERN_VERSIONS.to_vec();
+    let mut versions: Vec<ProtocolVersion> = PER_REQUEST_VERSIONS.to_vec();
     versions.extend(HANDSHAKE_VERSIONS.iter().cloned());
     let mut caps = server.capabilities();
     tasks::advertise(&mut caps);

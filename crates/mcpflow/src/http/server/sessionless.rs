@@ -19,14 +19,14 @@ use serde_json::value::RawValue;
 use super::handlers::{Refusal, refuse};
 use super::session::HttpSession;
 use crate::http::PROTOCOL_VERSION_HEADER;
-use crate::server::{Server, is_modern_method, is_modern_request};
+use crate::server::{Server, carries_envelope, is_per_request_method};
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// The one request of a 2026-07-28 POST.
-pub(crate) struct ModernPost {
+pub(crate) struct SessionlessPost {
     pub(crate) id: RequestId,
     /// Answer on an event stream (listen, or a request that asked for progress or logs).
     pub(crate) streams: bool,
@@ -49,19 +49,19 @@ struct Params {
 /// Whether a POST without a session carries a 2026-07-28 request: its body has the
 /// envelope, or its `MCP-Protocol-Version` names no handshake version (a handshake
 /// `initialize` without the envelope stays handshake era).
-pub(crate) fn is_modern_post(
+pub(crate) fn is_sessionless_post(
     headers: &HeaderMap,
     method_name: &str,
     params: Option<&RawValue>,
 ) -> bool {
-    if is_modern_request(method_name, params) {
+    if carries_envelope(method_name, params) {
         return true;
     }
-    let header_modern = headers
+    let header_per_request = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !HANDSHAKE_VERSIONS.iter().any(|h| h.as_str() == v));
-    header_modern && method_name != method::INITIALIZE
+    header_per_request && method_name != method::INITIALIZE
 }
 
 fn mismatch(id: &RequestId, message: String) -> Refusal {
@@ -96,8 +96,8 @@ pub(crate) fn check(
     id: &RequestId,
     method_name: &str,
     raw: Option<&RawValue>,
-) -> Result<ModernPost, Refusal> {
-    if !is_modern_method(method_name) {
+) -> Result<SessionlessPost, Refusal> {
+    if !is_per_request_method(method_name) {
         // Some (`ping`) the engine itself would answer; a 2026-07-28 request gets none.
         return Err(refuse(
             StatusCode::NOT_FOUND,
@@ -175,7 +175,7 @@ pub(crate) fn check(
     let streams = method_name == method::SUBSCRIPTIONS_LISTEN
         || meta.contains_key("progressToken")
         || meta.contains_key(LOG_LEVEL_KEY);
-    Ok(ModernPost {
+    Ok(SessionlessPost {
         id: id.clone(),
         streams,
     })

@@ -14,7 +14,7 @@
 //! Inside the task, the handler's input calls park the task `input_required` with
 //! `inputRequests` on `tasks/get`; `tasks/update` delivers the answers. The task
 //! belongs to the request's principal ([`Principal::owner_key`]) when the HTTP server
-//! authorizes requests, and otherwise to anyone who holds its id: a stateless request
+//! authorizes requests, and otherwise to anyone who holds its id: a per-request (2026-07-28) request
 //! has no connection to own it, and the id (128 random bits) is then the only
 //! credential, as bearer capability. Serve tasks behind authorization when task results
 //! are private.
@@ -39,7 +39,7 @@ use serde_json::value::RawValue;
 use super::clock::now_iso8601;
 use super::store::{TaskEntry, TaskOwner};
 use crate::error::SessionError;
-use crate::server::modern::mrtr::{self, Round};
+use crate::server::per_request::mrtr::{self, Round};
 use crate::server::{Server, ServerContext};
 use crate::session::{BoxFuture, Reply, RequestCancel};
 
@@ -69,7 +69,7 @@ pub(crate) fn declared(caps: &ClientCapabilities) -> bool {
 
 /// -32021 naming the extension.
 fn undeclared() -> ErrorObject {
-    crate::server::modern::missing_capability(
+    crate::server::per_request::missing_capability(
         serde_json::json!({ "extensions": { TASKS_EXTENSION: {} } }),
         &format!("extension `{TASKS_EXTENSION}`"),
     )

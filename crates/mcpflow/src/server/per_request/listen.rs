@@ -142,8 +142,9 @@ fn honoured(
 ) -> Result<SubscriptionFilter, ErrorObject> {
     let server = cx.server();
     let task_ids = requested.task_ids.clone().filter(|ids| !ids.is_empty());
-    if task_ids.is_some() && !crate::server::tasks::modern::declared(&cx.client_capabilities()) {
-        return Err(crate::server::modern::missing_capability(
+    if task_ids.is_some() && !crate::server::tasks::per_request::declared(&cx.client_capabilities())
+    {
+        return Err(crate::server::per_request::missing_capability(
             serde_json::json!({ "extensions": { mcpflow_protocol::tasks2026::TASKS_EXTENSION: {} } }),
             "extension `io.modelcontextprotocol/tasks` (for `taskIds`)",
         ));
