@@ -4,6 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::meta::{JsonObject, Meta};
+use crate::meta2026::ResultType;
 
 /// Params with no fields: absent params, `null`, `{}` and `{"_meta": ..}` all deserialize.
 ///
@@ -37,12 +38,15 @@ impl<'de> Deserialize<'de> for EmptyParams {
 }
 
 /// A result with no fields (`{}`), as answered to `ping`, `resources/subscribe`,
-/// `logging/setLevel`. `_meta` and unknown fields (such as 2026-07-28 `resultType`) are kept.
+/// `logging/setLevel`. `_meta`, 2026-07-28 `resultType` and unknown fields are kept.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct EmptyResult {
     /// Result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// `resultType` (2026-07-28): `complete`.
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
     /// Fields this crate does not know.
     #[serde(flatten, skip_serializing_if = "JsonObject::is_empty")]
     pub extra: JsonObject,
@@ -51,9 +55,14 @@ pub struct EmptyResult {
 impl<'de> Deserialize<'de> for EmptyResult {
     /// Also accepts `null`, which some peers send for empty results.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let params = EmptyParams::deserialize(deserializer)?;
+        let mut params = EmptyParams::deserialize(deserializer)?;
+        let result_type = params
+            .extra
+            .remove("resultType")
+            .and_then(|t| serde_json::from_value(t).ok());
         Ok(EmptyResult {
             meta: params.meta,
+            result_type,
             extra: params.extra,
         })
     }
