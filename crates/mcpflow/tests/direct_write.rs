@@ -12,7 +12,7 @@ use std::task::Poll;
 
 use common::{Kind, RawPeer, Written, bounded, pair};
 use mcpflow::RequestOptions;
-use mcpflow::protocol::jsonrpc::{Notification, Request};
+use mcpflow::protocol::jsonrpc::Notification;
 use mcpflow::protocol::{ErrorCode, ErrorObject};
 use mcpflow::session::{BoxFuture, Peer, Reply, RequestContext, Service, Session};
 use mcpflow::transport::stream::LineWriter;
@@ -26,7 +26,7 @@ struct NoHandlers;
 impl Service for NoHandlers {
     fn handle_request(
         &self,
-        _request: Request,
+        _method: &str,
         _cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
         Box::pin(async { Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "none")) })

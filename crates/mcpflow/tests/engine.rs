@@ -913,7 +913,7 @@ async fn close_is_bounded_when_a_handler_ignores_cancellation_over(kind: Kind) {
 /// waiting out its timeout.
 #[tokio::test]
 async fn a_panic_on_the_reader_fails_pending_requests_at_once() {
-    use mcpflow::protocol::jsonrpc::{Notification, Request};
+    use mcpflow::protocol::jsonrpc::Notification;
     use mcpflow::protocol::{ErrorCode, ErrorObject};
     use mcpflow::session::{BoxFuture, Peer, Reply, RequestContext, Service, Session};
 
@@ -921,7 +921,7 @@ async fn a_panic_on_the_reader_fails_pending_requests_at_once() {
     impl Service for PanicsOnObserve {
         fn handle_request(
             &self,
-            _request: Request,
+            _method: &str,
             _cx: RequestContext,
         ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
             Box::pin(async { Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "none")) })

@@ -4,16 +4,15 @@
 
 use std::sync::Arc;
 
-use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{
     CreateMessageRequestParams, ElicitRequestParams, ElicitationCompleteNotificationParams,
-    ErrorCode, ErrorObject, JsonObject, ListRootsResult, LoggingMessageNotificationParams,
+    ErrorCode, ErrorObject, ListRootsResult, LoggingMessageNotificationParams,
 };
-use serde_json::value::RawValue;
 
 use super::{ClientContext, ClientHandle, ClientShared};
-use crate::session::{BoxFuture, Peer, Reply, RequestContext, Service};
+use crate::session::{BoxFuture, JsonText, Peer, Reply, RequestContext, Service};
 
 /// The engine's [`Service`] for a client connection.
 pub(super) struct ClientService {
@@ -39,25 +38,22 @@ fn not_supported(what: &str) -> ErrorObject {
 impl Service for ClientService {
     fn handle_request(
         &self,
-        request: Request,
+        method: &str,
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
         let handlers = self.shared.handlers.clone();
+        let method = method.to_owned();
+        let params = cx.params().cloned();
         let context = ClientContext::for_request(self.handle(cx.peer()), cx);
         Box::pin(async move {
-            let raw = request.params.as_deref();
-            let parse = |raw: Option<&RawValue>| -> Result<serde_json::Value, ErrorObject> {
-                match raw {
-                    Some(r) => serde_json::from_str(r.get()).map_err(ErrorObject::invalid_params),
-                    None => Ok(serde_json::Value::Object(JsonObject::new())),
-                }
-            };
+            // Absent params read as `{}`.
+            let text = params.as_ref().map_or("{}", JsonText::get);
             let encode = |v: &dyn erased::Encode| v.encode();
-            match request.method.as_str() {
+            match method.as_str() {
                 method::SAMPLING_CREATE_MESSAGE => {
                     let handler = handlers.sampling.ok_or_else(|| not_supported("sampling"))?;
                     let params: CreateMessageRequestParams =
-                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                        serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
                     if (params.tools.is_some() || params.tool_choice.is_some())
                         && !handlers.sampling_tools
                     {
@@ -72,7 +68,7 @@ impl Service for ClientService {
                         .elicitation
                         .ok_or_else(|| not_supported("elicitation"))?;
                     let params: ElicitRequestParams =
-                        serde_json::from_value(parse(raw)?).map_err(ErrorObject::invalid_params)?;
+                        serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
                     if matches!(params, ElicitRequestParams::Url(_)) && !handlers.url_elicitation {
                         return Err(ErrorObject::invalid_params(
                             "URL-mode elicitation was not declared by this client",

@@ -3,86 +3,96 @@
 use std::sync::Arc;
 
 use mcpflow_protocol::methods::method;
+use mcpflow_protocol::mrtr::InputRequest;
 use mcpflow_protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCompleteNotificationParams, ErrorObject, Implementation,
     ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion,
 };
-use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use super::per_request::PerRequest;
-use super::tasks::{self, TaskEntry, TaskOwner};
+use super::era::Era;
+use super::finish::Finish;
+use super::methods::Method;
+use super::tasks::{TaskEntry, TaskOwner};
 use super::{Connection, Principal, Server};
 use crate::error::SessionError;
-use crate::session::{Peer, RequestContext, RequestOptions};
-use mcpflow_protocol::mrtr::InputRequest;
+use crate::session::{Peer, Reply, RequestContext};
 
 /// Given to every server handler: report progress, log, reach the client (sampling,
 /// elicitation, roots), see cancellation, and change what the server offers.
 ///
 /// Requests sent from here are tagged with the handler's request, so over HTTP they
-/// travel on that request's stream.
+/// travel on that request's stream. What differs between the protocol eras (who the
+/// client is, how input is asked for, how results are finished) is the request's era's
+/// to do, not the handler's.
 #[derive(Clone, Debug)]
 pub struct ServerContext {
-    request: RequestContext,
+    request: Arc<RequestContext>,
     connection: Arc<Connection>,
-    /// What a 2026-07-28 request said about its client, in place of the handshake.
-    per_request: Option<Arc<PerRequest>>,
+    era: Era,
+    /// The method being answered.
+    method: &'static Method,
     /// The key the next input call is asked under (2026-07-28 rounds).
     input_key: Option<Arc<str>>,
-    /// The task this handler runs as, if it runs as one.
+    /// The 2025-11-25 task this handler runs as, if it runs as one.
     task: Option<Arc<TaskEntry>>,
 }
 
 impl ServerContext {
-    pub(crate) fn new(request: RequestContext, connection: Arc<Connection>) -> Self {
+    pub(crate) fn new(
+        request: RequestContext,
+        connection: Arc<Connection>,
+        era: Era,
+        method: &'static Method,
+    ) -> Self {
         ServerContext {
-            request,
+            request: Arc::new(request),
             connection,
-            per_request: None,
+            era,
+            method,
             input_key: None,
             task: None,
         }
     }
 
     /// The context a tool running as `task` gets: the task's cancellation, and requests
-    /// to the client routed as the task's (see [`tasks::ask`]).
+    /// to the client routed as the task's (see [`tasks::ask`](super::tasks::ask)).
     pub(crate) fn for_task(&self, task: Arc<TaskEntry>) -> Self {
         ServerContext {
-            request: self.request.detached(task.cancel.clone()),
-            connection: self.connection.clone(),
-            per_request: self.per_request.clone(),
-            input_key: self.input_key.clone(),
+            request: Arc::new(self.request.detached(task.cancel.clone())),
             task: Some(task),
+            ..self.clone()
         }
     }
 
-    /// Who owns the tasks this request creates or sees: its connection in the
-    /// handshake era; in 2026-07-28 (no connection outlives a request) its principal,
-    /// or anyone holding the task id when requests are not authorized.
+    /// The reply carrying `result`, finished as the request's era finishes results.
+    pub(crate) fn reply<R: Finish>(&self, result: R) -> Result<Reply, ErrorObject> {
+        self.era.finish(self.server(), self.method, result)
+    }
+
+    /// The 2025-11-25 task this handler runs as.
+    pub(crate) fn running_task(&self) -> Option<&TaskEntry> {
+        self.task.as_deref()
+    }
+
+    /// The key named with [`input_key`](Self::input_key), if one was.
+    pub(crate) fn named_input(&self) -> Option<&str> {
+        self.input_key.as_deref()
+    }
+
+    /// Who owns the tasks this request creates or sees.
     pub(crate) fn task_owner(&self) -> TaskOwner {
-        if self.per_request.is_none() {
-            return TaskOwner::Connection(self.connection.id);
-        }
-        match self.auth() {
-            Some(principal) => TaskOwner::Principal(principal.owner_key().into()),
-            None => TaskOwner::Anyone,
-        }
+        self.era.task_owner(&self.connection)
     }
 
     /// The id of the task this handler runs as: when the client called the tool as a
     /// task (2025-11-25), or once the server made the call a task (2026-07-28).
     pub fn task_id(&self) -> Option<&str> {
-        if let Some(task) = self.per_request_task() {
-            return Some(task.id.as_str());
-        }
-        self.task.as_deref().map(|t| t.id.as_str())
-    }
-
-    /// The 2026-07-28 task this call became, once it did.
-    fn per_request_task(&self) -> Option<&Arc<TaskEntry>> {
-        self.per_request.as_ref()?.task.as_ref()?.task()
+        self.era
+            .task()
+            .map(|t| t.id.as_str())
+            .or_else(|| self.task.as_deref().map(|t| t.id.as_str()))
     }
 
     /// Make this call a task now, when it may become one: a 2026-07-28 `tools/call` of
@@ -97,12 +107,7 @@ impl ServerContext {
     /// on anything but input; call this to ask for input inside the task rather than
     /// before it, or to turn a call that would finish at once into a task.
     pub async fn continue_as_task(&self) {
-        let may = self
-            .per_request
-            .as_ref()
-            .and_then(|m| m.task.as_ref())
-            .is_some_and(|e| e.task().is_none());
-        if !may {
+        if !self.era.may_become_task() {
             return;
         }
         // One poll that ends waiting on nothing but the wake-up: the server makes the
@@ -117,27 +122,6 @@ impl ServerContext {
             std::task::Poll::Pending
         })
         .await;
-    }
-
-    /// Send a request to the client: directly, or as the task's.
-    async fn ask<P: serde::Serialize, R: serde::de::DeserializeOwned>(
-        &self,
-        method: &str,
-        params: &P,
-    ) -> Result<R, SessionError> {
-        match &self.task {
-            Some(task) => tasks::ask(task, self.peer(), method, params).await,
-            None => {
-                self.peer()
-                    .request(method, params, RequestOptions::new())
-                    .await
-            }
-        }
-    }
-
-    pub(crate) fn with_per_request(mut self, per_request: Arc<PerRequest>) -> Self {
-        self.per_request = Some(per_request);
-        self
     }
 
     /// This context with `key` naming the input its next `elicit`, `create_message` or
@@ -160,10 +144,10 @@ impl ServerContext {
         cx
     }
 
-    /// Whether this request is a 2026-07-28 one (stateless, with its own `_meta`
-    /// envelope) rather than one of a handshake-era connection.
+    /// Whether this request is a 2026-07-28 one, carrying its own `_meta` envelope,
+    /// rather than one of a connection that did the `initialize` handshake.
     pub fn is_per_request(&self) -> bool {
-        self.per_request.is_some()
+        self.era.is_per_request()
     }
 
     /// What this connection learned from the client, for the methods that change it.
@@ -200,26 +184,17 @@ impl ServerContext {
     /// What the client declared: in this request's `_meta` (2026-07-28), else in
     /// `initialize`.
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        match &self.per_request {
-            Some(m) => m.capabilities.clone(),
-            None => self.connection.client_capabilities(),
-        }
+        self.era.client_capabilities(&self.connection)
     }
 
     /// Who the client said it is (in this request's `_meta`, or in `initialize`).
     pub fn client_info(&self) -> Option<Implementation> {
-        match &self.per_request {
-            Some(m) => m.client_info.clone(),
-            None => self.connection.client_info(),
-        }
+        self.era.client_info(&self.connection)
     }
 
     /// The request's protocol version (2026-07-28), or the negotiated one.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        match &self.per_request {
-            Some(m) => Some(m.version.clone()),
-            None => self.connection.protocol_version(),
-        }
+        self.era.protocol_version(&self.connection)
     }
 
     /// Who the request acts for: the principal of the verified access token, when the
@@ -292,14 +267,11 @@ impl ServerContext {
     }
 
     async fn send_log(&self, params: LoggingMessageNotificationParams) -> Result<(), SessionError> {
-        let least = match &self.per_request {
-            Some(m) => match m.log_level {
-                Some(level) => level,
-                None => return Ok(()),
-            },
-            None => self.connection.log_level(),
-        };
-        if params.level < least {
+        if self
+            .era
+            .log_floor(&self.connection)
+            .is_none_or(|least| params.level < least)
+        {
             return Ok(());
         }
         self.peer()
@@ -336,12 +308,9 @@ impl ServerContext {
                 serde_json::json!({"sampling": {"tools": {}}}),
             ));
         }
-        if self.per_request.is_some() {
-            return self
-                .ask_by_round(InputRequest::CreateMessage(Box::new(params)))
-                .await;
-        }
-        self.ask(method::SAMPLING_CREATE_MESSAGE, &params).await
+        self.era
+            .ask(self, InputRequest::CreateMessage(Box::new(params)))
+            .await
     }
 
     /// Ask the user for input through the client (`elicitation/create`).
@@ -371,10 +340,7 @@ impl ServerContext {
                 serde_json::json!({"elicitation": {mode: {}}}),
             ));
         }
-        if self.per_request.is_some() {
-            return self.ask_by_round(InputRequest::Elicit(params)).await;
-        }
-        self.ask(method::ELICITATION_CREATE, &params).await
+        self.era.ask(self, InputRequest::Elicit(params)).await
     }
 
     /// Ask the user for a value of type `T` through a form (`elicitation/create`, form
@@ -438,18 +404,7 @@ impl ServerContext {
                 serde_json::json!({"roots": {}}),
             ));
         }
-        if self.per_request.is_some() {
-            return self.ask_by_round(InputRequest::ListRoots(None)).await;
-        }
-        let empty = RawValue::from_string("{}".to_owned()).ok();
-        let raw = self
-            .peer()
-            .request_raw(method::ROOTS_LIST, empty, RequestOptions::new())
-            .await?;
-        serde_json::from_str(raw.get()).map_err(|e| SessionError::Codec {
-            method: method::ROOTS_LIST.into(),
-            detail: e.to_string(),
-        })
+        self.era.ask(self, InputRequest::ListRoots(None)).await
     }
 
     /// Tell this client that a subscribed resource changed (`notifications/resources/updated`).
@@ -465,66 +420,15 @@ impl ServerContext {
 }
 
 impl ServerContext {
-    /// The refusal of an input call the client did not declare, `capability` being
-    /// its key and what it is for (`("sampling.tools", "sampling with tools")`):
-    /// `-32021` with the capability for a 2026-07-28 request; for the handshake era,
-    /// the capability missing from `initialize`, or no `initialize` on this connection
-    /// at all (a stateless HTTP server has no session to send a request on).
+    /// The refusal of an input call the client did not declare (see
+    /// [`Era::undeclared`]).
     fn undeclared(
         &self,
         method: &str,
         capability: (&str, &str),
         required: serde_json::Value,
     ) -> SessionError {
-        let (key, what) = capability;
-        let error = if self.per_request.is_some() {
-            super::per_request::missing_capability(required, &format!("`{key}` ({what})"))
-        } else if self.connection.protocol_version().is_none() {
-            ErrorObject::new(
-                mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "cannot ask the client for {what} ({method}): this connection had no initialize handshake, as on a stateless HTTP server, which keeps no session to send requests on"
-                ),
-            )
-        } else {
-            ErrorObject::new(
-                mcpflow_protocol::ErrorCode::METHOD_NOT_FOUND,
-                format!("the client did not declare the `{key}` capability ({what}) in initialize"),
-            )
-        };
-        SessionError::Rejected {
-            method: method.into(),
-            error,
-        }
-    }
-
-    /// A 2026-07-28 input call: the answer this round carries for its key, or (with the
-    /// request registered for the `input_required` result) a wait that never ends.
-    async fn ask_by_round<T: serde::de::DeserializeOwned>(
-        &self,
-        request: InputRequest,
-    ) -> Result<T, SessionError> {
-        let method = request.method().to_owned();
-        let Some(round) = self.per_request.as_ref().and_then(|m| m.round.clone()) else {
-            return Err(SessionError::Rejected {
-                method: method.into(),
-                error: ErrorObject::invalid_params(
-                    "only tools/call, prompts/get and resources/read may ask the client for input",
-                ),
-            });
-        };
-        let key = round.next_key(self.input_key.as_deref());
-        if let Some(task) = self.per_request_task() {
-            let answer = tasks::per_request::ask(self.server(), task, key, request).await?;
-            return serde_json::from_value(answer).map_err(|e| SessionError::Codec {
-                method: method.into(),
-                detail: e.to_string(),
-            });
-        }
-        if let Some(answer) = round.answer(&key) {
-            return Ok(answer);
-        }
-        round.ask(key, request);
-        std::future::pending().await
+        self.era
+            .undeclared(&self.connection, method, capability, required)
     }
 }

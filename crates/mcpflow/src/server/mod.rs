@@ -26,6 +26,8 @@ mod announce;
 mod connection;
 mod context;
 mod dispatch;
+mod era;
+mod finish;
 mod methods;
 mod per_request;
 mod principal;
@@ -51,9 +53,13 @@ use mcpflow_protocol::{
 pub(crate) use connection::{Connection, Handshake, LEVELS};
 pub use context::ServerContext;
 pub use per_request::{CacheHints, StateKey};
-#[cfg_attr(not(feature = "http-server"), allow(unused_imports))]
-pub(crate) use per_request::{carries_envelope, is_per_request_method};
 pub use principal::Principal;
+
+/// Whether a request for `method` with this head is a 2026-07-28 one: it carries the
+/// per-request envelope, or its method exists only in that era.
+pub(crate) fn is_per_request(method: &str, head: &crate::session::RequestHead) -> bool {
+    methods::only_per_request(method) || head.carries_envelope()
+}
 pub(crate) use principal::PrincipalSlot;
 pub use registry::{
     ArgumentCompleter, CompletionHandler, PromptHandler, ResourceHandler, ToolError, ToolHandler,
@@ -478,27 +484,30 @@ impl Server {
         caps
     }
 
-    /// Whether `method` belongs to a capability this server does not declare (tools,
-    /// resources or prompts with nothing registered), as [`Server::capabilities`] says.
-    pub(crate) fn lacks_capability_for(&self, method: &str) -> bool {
-        use mcpflow_protocol::methods::method;
-        let registry = self.registry();
-        match method {
-            method::TOOLS_LIST | method::TOOLS_CALL => registry.tools.is_empty(),
-            method::RESOURCES_LIST
-            | method::RESOURCES_TEMPLATES_LIST
-            | method::RESOURCES_READ
-            | method::RESOURCES_SUBSCRIBE
-            | method::RESOURCES_UNSUBSCRIBE => {
-                registry.resources.is_empty() && registry.templates.is_empty()
+    /// Whether the server offers `offer` (tools, resources or prompts with something
+    /// registered, ...), as [`Server::capabilities`] says.
+    pub(crate) fn offers(&self, offer: methods::Offer) -> bool {
+        use methods::Offer;
+        match offer {
+            Offer::Always => true,
+            Offer::Logging => self.inner.logging,
+            Offer::Tools => !self.registry().tools.is_empty(),
+            Offer::Resources => {
+                let registry = self.registry();
+                !registry.resources.is_empty() || !registry.templates.is_empty()
             }
-            method::PROMPTS_LIST | method::PROMPTS_GET => registry.prompts.is_empty(),
-            method::TASKS_GET
-            | method::TASKS_RESULT
-            | method::TASKS_LIST
-            | method::TASKS_CANCEL => !registry.runs_tasks(),
-            _ => false,
+            Offer::Prompts => !self.registry().prompts.is_empty(),
+            Offer::Completions => {
+                self.inner.completion.is_some() || !self.registry().completions.is_empty()
+            }
+            Offer::Tasks => self.registry().runs_tasks(),
         }
+    }
+
+    /// Whether a 2026-07-28 request may name `method` (the handshake-era ones do not).
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn has_per_request_method(method: &str) -> bool {
+        methods::find(method, true).is_some()
     }
 
     /// Whether 2026-07-28 requests are served ([`ServerBuilder::per_request_era`]).

@@ -1,53 +1,56 @@
-//! What a request handler gets besides the params: [`RequestContext`]. The request's
-//! `params._meta` (and its progress token) is read from the params the first time a
-//! handler asks, by serde; most handlers never ask.
+//! What a request handler gets besides the method: [`RequestContext`]. The request's
+//! params stay JSON text in the frame; their [`RequestHead`] (the members the engine and
+//! most methods read, `_meta` and its progress token among them) is read in one pass the
+//! first time something asks, or was read by the transport already.
 
 use std::sync::OnceLock;
 
-use bytes::Bytes;
-use mcpflow_protocol::RequestId;
+use mcpflow_protocol::{ErrorObject, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::Peer;
 use super::cancel::RequestCancel;
+use super::head::{JsonText, RequestHead};
 use crate::error::SessionError;
 
 type JsonObject = serde_json::Map<String, serde_json::Value>;
 
-/// What a request handler gets besides the params: its id, its cancellation token, its
-/// progress token and a [`Peer`] whose messages are tagged as sent on behalf of this
-/// request (HTTP routes them onto this request's stream).
+/// What a request handler gets besides the method: the request's id and params, its
+/// cancellation token, its progress token and a [`Peer`] whose messages are tagged as
+/// sent on behalf of this request (HTTP routes them onto this request's stream).
 #[derive(Clone, Debug)]
 pub struct RequestContext {
     id: RequestId,
     /// The params' JSON text, as it lies in the frame the request came in.
-    params: Option<Bytes>,
-    /// `params._meta`, read the first time a handler asks.
-    meta: OnceLock<MetaRead>,
+    params: Option<JsonText>,
+    /// The params read once, when first asked (or by the transport).
+    head: OnceLock<Box<RequestHead>>,
+    /// `params._meta` whole, read only for a handler that asks for it.
+    meta: OnceLock<Option<JsonObject>>,
     cancel: std::sync::Arc<RequestCancel>,
     peer: Peer,
 }
 
-/// A request's `params._meta` and the progress token in it.
-#[derive(Clone, Debug, Default)]
-struct MetaRead {
-    map: Option<JsonObject>,
-    token: Option<Box<RawValue>>,
-}
-
 impl RequestContext {
-    /// The context of the request `id` whose params' JSON text is `params`.
+    /// The context of the request `id` whose params' JSON text is `params`, with their
+    /// head when the transport read it.
     pub(crate) fn new(
         id: RequestId,
-        params: Option<Bytes>,
+        params: Option<JsonText>,
+        head: Option<Box<RequestHead>>,
         cancel: std::sync::Arc<RequestCancel>,
         peer: Peer,
     ) -> RequestContext {
+        let read = OnceLock::new();
+        if let Some(head) = head {
+            let _ = read.set(head);
+        }
         RequestContext {
             id,
             params,
+            head: read,
             meta: OnceLock::new(),
             cancel,
             peer,
@@ -58,17 +61,35 @@ impl RequestContext {
     /// progress token, its own cancellation, and a peer tied to no request (this
     /// request's stream ends with its answer).
     pub(crate) fn detached(&self, cancel: std::sync::Arc<RequestCancel>) -> RequestContext {
-        RequestContext::new(
-            self.id.clone(),
-            self.params.clone(),
+        RequestContext {
+            id: self.id.clone(),
+            params: self.params.clone(),
+            head: self.head.clone(),
+            meta: self.meta.clone(),
             cancel,
-            self.peer.unrelated(),
-        )
+            peer: self.peer.unrelated(),
+        }
     }
 
-    fn read_meta(&self) -> &MetaRead {
-        self.meta
-            .get_or_init(|| self.params.as_deref().map(read_meta).unwrap_or_default())
+    /// The params read once.
+    pub(crate) fn head(&self) -> &RequestHead {
+        self.head
+            .get_or_init(|| Box::new(RequestHead::read(self.params.as_ref().map(JsonText::bytes))))
+    }
+
+    /// The request's params as JSON text (an object or an array), when it has any.
+    pub fn params(&self) -> Option<&JsonText> {
+        self.params.as_ref()
+    }
+
+    /// The params decoded as `T`; absent params read as an empty object, so a type
+    /// whose members are all optional decodes from them.
+    ///
+    /// # Errors
+    /// `-32602` (invalid params) naming what does not fit.
+    pub fn decode_params<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ErrorObject> {
+        let text = self.params.as_ref().map_or("{}", JsonText::get);
+        serde_json::from_str(text).map_err(ErrorObject::invalid_params)
     }
 
     /// The request's id.
@@ -93,12 +114,23 @@ impl RequestContext {
 
     /// The request's `params._meta`, as the peer sent it (vendor keys included).
     pub fn meta(&self) -> Option<&JsonObject> {
-        self.read_meta().map.as_ref()
+        self.meta
+            .get_or_init(|| {
+                self.head().meta()?;
+                #[derive(Deserialize)]
+                struct Params {
+                    #[serde(rename = "_meta")]
+                    meta: JsonObject,
+                }
+                let text = self.params.as_ref()?.get();
+                serde_json::from_str::<Params>(text).ok().map(|p| p.meta)
+            })
+            .as_ref()
     }
 
     /// The progress token the peer sent, as raw JSON: a string or an integer.
     pub fn progress_token(&self) -> Option<&RawValue> {
-        self.read_meta().token.as_deref()
+        self.head().meta()?.progress_token.as_deref()
     }
 
     /// Send `notifications/progress` for this request. Does nothing when the peer did
@@ -134,134 +166,5 @@ impl RequestContext {
         self.peer
             .notify_raw("notifications/progress", Some(&params))
             .await
-    }
-}
-
-/// `_meta` of params given as JSON text, when it is an object, and its progress token
-/// when that is a string or an integer.
-fn read_meta(params: &[u8]) -> MetaRead {
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(default, rename = "_meta", borrow)]
-        meta: Option<&'a RawValue>,
-    }
-    #[derive(Deserialize)]
-    struct Meta<'a> {
-        #[serde(default, rename = "progressToken", borrow)]
-        token: Option<&'a RawValue>,
-    }
-    // Params are an object or an array (the decoder checked); a struct would also be
-    // read from an array.
-    if params.first() != Some(&b'{') {
-        return MetaRead::default();
-    }
-    let Ok(Params { meta: Some(meta) }) = serde_json::from_slice::<Params<'_>>(params) else {
-        return MetaRead::default();
-    };
-    let Ok(map) = serde_json::from_str::<JsonObject>(meta.get()) else {
-        return MetaRead::default();
-    };
-    // A token is an integer or a string: the values a request id may take.
-    let token = serde_json::from_str::<Meta<'_>>(meta.get())
-        .ok()
-        .and_then(|m| m.token)
-        .filter(|t| serde_json::from_str::<RequestId>(t.get()).is_ok())
-        .map(RawValue::to_owned);
-    MetaRead {
-        map: Some(map),
-        token,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `_meta` and the progress token, as a handler sees them.
-    fn read(params: &str) -> (Option<JsonObject>, Option<String>) {
-        // As the decoder hands params over: one JSON value, no surrounding whitespace.
-        let raw: &RawValue = serde_json::from_str(params).expect("JSON params");
-        let meta = read_meta(raw.get().as_bytes());
-        (meta.map, meta.token.map(|t| t.get().to_owned()))
-    }
-
-    fn object(value: serde_json::Value) -> Option<JsonObject> {
-        match value {
-            serde_json::Value::Object(map) => Some(map),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn meta_is_read_wherever_it_is_and_however_it_is_written() {
-        use serde_json::json;
-        let token_only = (object(json!({"progressToken": 7})), Some("7".to_owned()));
-        for params in [
-            r#"{"_meta":{"progressToken":7},"name":"echo"}"#,
-            r#" { "_meta" : {"progressToken":7} , "name":"echo"}"#,
-            r#"{"name":"echo","_meta":{"progressToken":7}}"#,
-            r#"{"name":"echo","arguments":{"_meta":1},"_meta":{"progressToken":7}}"#,
-            r#"{"\u005fmeta":{"progressToken":7}}"#,
-            r#"{"_meta":{ "progressToken" : 7 }}"#,
-        ] {
-            assert_eq!(read(params), token_only, "{params}");
-        }
-        assert_eq!(
-            read(r#"{"_meta":{"progressToken":0}}"#),
-            (object(json!({"progressToken": 0})), Some("0".to_owned()))
-        );
-        assert_eq!(
-            read(r#"{"_meta":{"progressToken":18446744073709551615}}"#),
-            (
-                object(json!({"progressToken": 18446744073709551615_u64})),
-                Some("18446744073709551615".to_owned())
-            )
-        );
-        assert_eq!(
-            read(r#"{"_meta":{"progressToken":"a\"b","vendor/x":[1]},"name":"echo"}"#),
-            (
-                object(json!({"progressToken": "a\"b", "vendor/x": [1]})),
-                Some(r#""a\"b""#.to_owned())
-            )
-        );
-        assert_eq!(
-            read(r#"{"_meta":{"progressToken":7,"vendor/x":1},"name":"echo"}"#),
-            (
-                object(json!({"progressToken": 7, "vendor/x": 1})),
-                Some("7".to_owned())
-            )
-        );
-        assert_eq!(
-            read(r#"{"_meta":{"progressToken":-7}}"#),
-            (object(json!({"progressToken": -7})), Some("-7".to_owned()))
-        );
-        // `_meta` without a usable token keeps everything and has no token.
-        for (params, meta) in [
-            (r#"{"_meta":{}}"#, json!({})),
-            (
-                r#"{"_meta":{"progressToken":1.5}}"#,
-                json!({"progressToken": 1.5}),
-            ),
-            (
-                r#"{"_meta":{"progressToken":123456789012345678901}}"#,
-                json!({"progressToken": 123456789012345678901.0}),
-            ),
-            (
-                r#"{"_meta":{"progressToken":null,"k":1}}"#,
-                json!({"progressToken": null, "k": 1}),
-            ),
-        ] {
-            assert_eq!(read(params), (object(meta), None), "{params}");
-        }
-        // No `_meta` at the top level, or one that is not an object.
-        for params in [
-            r#"{"name":"echo","arguments":{"_meta":{"progressToken":1}}}"#,
-            r#"{"_meta":null}"#,
-            r#"{"_meta":[1]}"#,
-            r#"[1,2]"#,
-            r#"[{"progressToken":1}]"#,
-        ] {
-            assert_eq!(read(params), (None, None), "{params}");
-        }
     }
 }

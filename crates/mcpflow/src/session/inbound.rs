@@ -18,15 +18,13 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use foldhash::fast::RandomState;
-use mcpflow_protocol::jsonrpc::Request;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::{Notify, Semaphore, mpsc};
-
-use bytes::Bytes;
 
 use super::batch::BatchAnswers;
 use super::cancel::RequestCancel;
 use super::encode::into_frame;
+use super::read::ReadRequest;
 use super::writer::{Direct, DirectWrite, Outbound, Sequential};
 use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind};
 use crate::transport::{FrameKind, FrameMeta};
@@ -100,12 +98,10 @@ impl Inbound {
         self.admitted.load(Ordering::Acquire)
     }
 
-    /// Admit a request (its params also as JSON text, for its context) or say why not.
-    /// Never waits.
+    /// Admit a request or say why not. Never waits.
     pub(crate) fn admit(
         self: &Arc<Self>,
-        request: Request,
-        params: Option<Bytes>,
+        request: ReadRequest,
         service: &Arc<dyn Service>,
         peer: &Peer,
         new: &mut NewRequests,
@@ -137,7 +133,6 @@ impl Inbound {
         new.0.push(NewRequest {
             admitted,
             request,
-            params,
             token,
             service: service.clone(),
             peer,
@@ -323,9 +318,7 @@ type RequestTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// and freed on one thread.
 pub(crate) struct NewRequest {
     admitted: Admitted,
-    request: Request,
-    /// The params' JSON text in the frame, for the request's context.
-    params: Option<Bytes>,
+    request: ReadRequest,
     token: Arc<RequestCancel>,
     service: Arc<dyn Service>,
     peer: Peer,
@@ -428,7 +421,6 @@ async fn serve(new: NewRequest) {
     let NewRequest {
         admitted,
         request,
-        params,
         token,
         service,
         peer,
@@ -462,11 +454,17 @@ async fn serve(new: NewRequest) {
             }
         }
     };
-    let method = super::method_name(&request.method);
-    let cx = RequestContext::new(id.clone(), params, token.clone(), peer);
-    let span = tracing::debug_span!("mcp.request", method = %request.method, id = %request.id);
+    let ReadRequest {
+        method: name,
+        params,
+        head,
+        ..
+    } = request;
+    let method = super::method_name(&name);
+    let span = tracing::debug_span!("mcp.request", method = %name, id = %id);
+    let cx = RequestContext::new(id.clone(), params, head.into_inner(), token.clone(), peer);
     let handler = catch_unwind(tracing::Instrument::instrument(
-        service.handle_request(request, cx),
+        service.handle_request(&name, cx),
         span,
     ));
     tokio::pin!(handler);

@@ -26,8 +26,8 @@
 //! 7. close is orderly and bounded; no task outlives its session;
 //! 8. bad input gets a JSON-RPC error or a log line, and the connection keeps serving.
 //!
-//! The files, in the order a message passes them: `reader` (each frame decoded once,
-//! then routed), `pending` and `deadline` (this side's requests and their clocks),
+//! The files, in the order a message passes them: `reader` (each frame read once, by
+//! `read`, then routed), `head` (a request's params read once), `pending` and `deadline` (this side's requests and their clocks),
 //! `inbound` (the peer's requests: admission and tasks), `context` (what a handler
 //! gets), `lane` (notifications in order), `reply` and `encode` (messages as frames),
 //! `writer` (the one task that writes). `peer` and `options` are the sending API;
@@ -40,7 +40,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, OnceLock};
 
-use mcpflow_protocol::jsonrpc::{Notification, Request};
+use mcpflow_protocol::jsonrpc::Notification;
 use mcpflow_protocol::{ErrorObject, Message, RequestId};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -54,12 +54,14 @@ mod cancel;
 mod context;
 mod deadline;
 mod encode;
+mod head;
 mod inbound;
 mod lane;
 mod lifecycle;
 mod options;
 mod peer;
 mod pending;
+mod read;
 mod reader;
 mod reply;
 mod stop;
@@ -67,9 +69,13 @@ mod throttle;
 mod writer;
 
 pub use context::RequestContext;
+pub use head::JsonText;
+pub(crate) use head::{Member, RequestHead};
 pub use lifecycle::Session;
 pub use options::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
 pub use peer::{Peer, PendingRequest};
+pub use read::ReadFrame;
+pub(crate) use read::ReadRequest;
 pub use reply::Reply;
 
 pub(crate) use cancel::RequestCancel;
@@ -94,11 +100,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// session. [`Service::observe_notification`] runs on the reader itself and must not
 /// block.
 pub trait Service: Send + Sync + 'static {
-    /// Answer one request from the peer: its result, serialized with [`Reply::json`] (or
-    /// from raw JSON), or the error to send.
+    /// Answer the peer's request for `method`: its result, serialized with
+    /// [`Reply::json`] (or from raw JSON), or the error to send. Its id and params are in
+    /// `cx` ([`RequestContext::params`], [`RequestContext::decode_params`]).
     fn handle_request(
         &self,
-        request: Request,
+        method: &str,
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>>;
 

@@ -18,9 +18,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use mcpflow_protocol::jsonrpc::{
-    DecodeError, Decoded, MessageRef, Notification, Request, decode, id_of_prefix,
-};
+use mcpflow_protocol::jsonrpc::{DecodeError, Notification, id_of_prefix};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -29,6 +27,7 @@ use super::batch::BatchAnswers;
 use super::inbound::{NewRequests, Refusal};
 use super::options::ProgressUpdate;
 use super::pending::{DeferredWakes, Failure};
+use super::read::{Item, Items, cancelled};
 use super::throttle::Throttle;
 use super::{Peer, Service, Shared};
 use crate::config::LARGE_MESSAGE_BYTES;
@@ -161,7 +160,8 @@ impl Router {
 
     fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
-            InboundFrame::Message(bytes) => self.decode_and_route(&bytes, replies),
+            InboundFrame::Message(bytes) => self.route_items(Items::of(&bytes), replies),
+            InboundFrame::Read(read) => self.route_items(read.items, replies),
             InboundFrame::RequestFailed { id, error } => {
                 if !self.shared.pending.complete(
                     &id,
@@ -190,11 +190,12 @@ impl Router {
         }
     }
 
-    fn decode_and_route(&mut self, frame: &Bytes, replies: &mut Replies) {
-        match decode(frame) {
-            Decoded::Single(Ok(message)) => self.route(frame, message, replies, None),
-            Decoded::Single(Err(e)) => self.reject(&e, replies),
-            Decoded::Batch(items) => {
+    /// Route a frame's messages.
+    fn route_items(&mut self, items: Items<'_>, replies: &mut Replies) {
+        match items {
+            Items::Single(Ok(item)) => self.route(item, replies, None),
+            Items::Single(Err(e)) => self.reject(&e, replies),
+            Items::Batch(items) => {
                 if self.shared.accept_batches.load(Ordering::Relaxed) {
                     let batch = BatchAnswers::new();
                     let mut own = Vec::new();
@@ -205,7 +206,7 @@ impl Router {
                     };
                     for item in items {
                         match item {
-                            Ok(message) => self.route(frame, message, answers, Some(&batch)),
+                            Ok(item) => self.route(item, answers, Some(&batch)),
                             Err(e) => self.reject(&e, answers),
                         }
                     }
@@ -226,18 +227,11 @@ impl Router {
         }
     }
 
-    /// Route one message decoded from `frame`; `batch` when it came in one.
-    fn route(
-        &mut self,
-        frame: &Bytes,
-        message: MessageRef<'_>,
-        replies: &mut Replies,
-        batch: Option<&Arc<BatchAnswers>>,
-    ) {
-        match message {
-            MessageRef::Response { id, result } => {
+    /// Route one message; `batch` when it came in one.
+    fn route(&mut self, item: Item<'_>, replies: &mut Replies, batch: Option<&Arc<BatchAnswers>>) {
+        match item {
+            Item::Response { id, result } => {
                 // The caller decodes the result from the frame itself: never copied.
-                let result = part_of(frame, result.get());
                 if !self
                     .shared
                     .pending
@@ -246,7 +240,7 @@ impl Router {
                     tracing::debug!(%id, "ignored a response to an unknown or finished request");
                 }
             }
-            MessageRef::Error(e) => match e.id {
+            Item::Error(e) => match e.id {
                 Some(id) => {
                     if !self.shared.pending.complete(
                         &id,
@@ -260,39 +254,33 @@ impl Router {
                     tracing::warn!(error = %e.error, "the peer reported an error about an unreadable message")
                 }
             },
-            MessageRef::Notification { method, params } => {
+            Item::Notification { method, params } => {
                 self.notification(method, params);
             }
             // Answered here: liveness must not wait for a handler slot.
-            MessageRef::Request { id, method, .. } if method == "ping" => {
+            Item::Request(request) if request.method == "ping" => {
                 let empty = RawValue::from_string("{}".to_owned());
                 if let Ok(empty) = empty {
+                    let id = request.id;
                     replies.push(super::encode::outbound(
                         &Message::response(id.clone(), empty),
                         FrameKind::Response(Some(id)),
                     ));
                 }
             }
-            MessageRef::Request { id, method, .. } if batch.is_some() && method == "initialize" => {
+            Item::Request(request) if batch.is_some() && request.method == "initialize" => {
                 self.reply_error(
                     replies,
-                    Some(id),
+                    Some(request.id),
                     ErrorObject::new(
                         ErrorCode::INVALID_REQUEST,
                         "invalid request: `initialize` must not be part of a JSON-RPC batch",
                     ),
                 );
             }
-            MessageRef::Request { id, method, params } => {
-                let request = Request {
-                    id,
-                    method: method.into_owned(),
-                    params: params.map(RawValue::to_owned),
-                };
-                let params_text = params.map(|p| part_of(frame, p.get()));
+            Item::Request(request) => {
                 let admitted = self.shared.inbound.admit(
                     request,
-                    params_text,
                     &self.service,
                     &self.peer,
                     &mut self.new_requests,
@@ -314,10 +302,10 @@ impl Router {
         }
     }
 
-    fn notification(&mut self, method: Cow<'_, str>, params: Option<&RawValue>) {
+    fn notification(&mut self, method: Cow<'_, str>, params: Option<Cow<'_, RawValue>>) {
         match &*method {
             "notifications/progress" => {
-                if let Some((token, update)) = params.and_then(read_progress) {
+                if let Some((token, update)) = params.as_deref().and_then(read_progress) {
                     if self.shared.pending.progress(token, update, &mut self.wakes) {
                         return;
                     }
@@ -330,30 +318,20 @@ impl Router {
                     }
                 }
             }
-            "notifications/cancelled" => {
-                #[derive(Deserialize)]
-                struct Cancelled {
-                    #[serde(rename = "requestId")]
-                    request_id: Option<RequestId>,
+            "notifications/cancelled" => match cancelled(&method, params.as_deref()) {
+                Some(id) if self.shared.inbound.cancel(&id) => {
+                    tracing::debug!(%id, "the peer cancelled a request");
                 }
-                let id = params
-                    .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
-                    .and_then(|c| c.request_id);
-                match id {
-                    Some(id) if self.shared.inbound.cancel(&id) => {
-                        tracing::debug!(%id, "the peer cancelled a request");
-                    }
-                    Some(id) => {
-                        tracing::debug!(%id, "ignored a cancellation of an unknown or finished request")
-                    }
-                    None => tracing::debug!("ignored a cancellation without a readable requestId"),
+                Some(id) => {
+                    tracing::debug!(%id, "ignored a cancellation of an unknown or finished request")
                 }
-            }
+                None => tracing::debug!("ignored a cancellation without a readable requestId"),
+            },
             _ => {}
         }
         let n = Notification {
             method: method.into_owned(),
-            params: params.map(RawValue::to_owned),
+            params: params.map(Cow::into_owned),
         };
         self.service.observe_notification(&n, &self.peer);
         self.shared.lane.push(n);
@@ -386,7 +364,7 @@ impl Router {
 /// `part`, text the decoder borrowed from `frame`, as bytes sharing the frame's buffer.
 /// A small part of a large frame is copied out instead, so that it does not keep the
 /// whole frame alive while a caller holds it.
-fn part_of(frame: &Bytes, part: &str) -> Bytes {
+pub(crate) fn part_of(frame: &Bytes, part: &str) -> Bytes {
     let start = part
         .as_ptr()
         .addr()

@@ -311,7 +311,7 @@ async fn drain_stderr(
             InboundFrame::Oversized { len, prefix, .. } => {
                 format!("{}… ({len} bytes)", String::from_utf8_lossy(&prefix))
             }
-            InboundFrame::RequestFailed { .. } => continue,
+            InboundFrame::RequestFailed { .. } | InboundFrame::Read(_) => continue,
         };
         tracing::debug!(target: "mcpflow::child", pid, "stderr: {line}");
         tail.push(line);

@@ -178,7 +178,7 @@ mod tests {
             out.push(match frame {
                 InboundFrame::Message(m) => String::from_utf8(m.to_vec()).expect("utf8"),
                 InboundFrame::Oversized { len, .. } => format!("<oversized {len}>"),
-                InboundFrame::RequestFailed { .. } => "<request failed>".to_owned(),
+                InboundFrame::RequestFailed { .. } | InboundFrame::Read(_) => "<other>".to_owned(),
             });
         }
         out

@@ -33,6 +33,7 @@ pub mod memory;
 pub mod stdio;
 pub mod stream;
 
+pub use crate::session::ReadFrame;
 pub use bytes;
 pub use child::{ChildProcess, ChildProcessBuilder};
 pub use memory::MemoryTransport;
@@ -153,6 +154,9 @@ pub enum InboundFrame {
     /// The bytes of one message (or batch). A response's result is decoded straight from
     /// them, so they are kept as they came (`Bytes`, not copied).
     Message(Bytes),
+    /// A frame the transport read already, to route it ([`ReadFrame::read`]): the
+    /// session takes its messages as they were read.
+    Read(ReadFrame),
     /// A frame longer than the limit was skipped; the transport resynchronised at the
     /// next boundary. `prefix` holds its first bytes, to recover the request id.
     Oversized {

@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpflow_protocol::jsonrpc::{DecodeError, Decoded, MessageRef, decode};
 use mcpflow_protocol::{
     ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Message, ProtocolVersion, RequestId,
 };
@@ -16,11 +15,12 @@ use mcpflow_protocol::{
 use super::body::read_body;
 use super::events::{EventReceiver, sse_body};
 use super::new_session_id;
+use super::posted::{Posted, ReadAhead};
 use super::session::{HttpSession, Reply, StreamError};
 use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::server::Principal;
-use crate::transport::InboundFrame;
+use crate::transport::{InboundFrame, ReadFrame};
 
 /// An HTTP error with a JSON-RPC error body (no id unless known), as the spec allows.
 pub(crate) struct Refusal {
@@ -199,84 +199,6 @@ fn find_session(state: &AppState, headers: &HeaderMap) -> Result<Arc<HttpSession
     }
 }
 
-/// What a POST body holds.
-struct Posted {
-    /// The method and params of a body that is one request.
-    single: Option<(RequestId, String, Option<Box<serde_json::value::RawValue>>)>,
-    requests: Vec<RequestId>,
-    cancels: Vec<RequestId>,
-    initialize: Option<RequestId>,
-    batch: bool,
-}
-
-/// The 400 for a message that does not decode, naming the id to answer to when there is
-/// one (never a response's: MCP allows a body for a refused response only without one).
-fn undecodable(e: &DecodeError) -> Refusal {
-    refuse(
-        StatusCode::BAD_REQUEST,
-        e.code(),
-        e.id().cloned(),
-        e.to_error_object().message,
-    )
-}
-
-fn classify(body: &[u8]) -> Result<Posted, Refusal> {
-    let messages = match decode(body) {
-        Decoded::Single(Ok(m)) => vec![m],
-        Decoded::Single(Err(e)) => return Err(undecodable(&e)),
-        Decoded::Batch(items) => {
-            let mut messages = Vec::with_capacity(items.len());
-            for item in items {
-                match item {
-                    Ok(m) => messages.push(m),
-                    Err(e) => return Err(undecodable(&e)),
-                }
-            }
-            messages
-        }
-    };
-    let mut posted = Posted {
-        single: None,
-        requests: Vec::new(),
-        cancels: Vec::new(),
-        initialize: None,
-        batch: messages.len() > 1 || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'['),
-    };
-    for message in messages {
-        match message {
-            MessageRef::Request { id, method, params } => {
-                if posted.single.is_none() && !posted.batch {
-                    posted.single =
-                        Some((id.clone(), method.to_string(), params.map(|p| p.to_owned())));
-                }
-                if method == "initialize" {
-                    posted.initialize = Some(id.clone());
-                }
-                posted.requests.push(id);
-            }
-            MessageRef::Notification { method, params } if method == "notifications/cancelled" => {
-                #[derive(serde::Deserialize)]
-                struct Cancelled {
-                    #[serde(rename = "requestId")]
-                    request_id: RequestId,
-                }
-                if let Some(c) =
-                    params.and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
-                {
-                    posted.cancels.push(c.request_id);
-                }
-            }
-            _ => {}
-        }
-    }
-    if posted.initialize.is_some() && posted.batch {
-        return Err(bad_request(
-            "`initialize` must not be part of a JSON-RPC batch",
-        ));
-    }
-    Ok(posted)
-}
-
 fn sse_response(events: EventReceiver, state: &AppState, session: Option<&str>) -> Response {
     let mut response = Response::new(sse_body(events, state.config.keep_alive));
     let headers = response.headers_mut();
@@ -333,6 +255,7 @@ fn stream_error(e: StreamError) -> Refusal {
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
     principal: Option<Extension<Arc<Principal>>>,
+    read_ahead: Option<Extension<ReadAhead>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refusal> {
@@ -358,16 +281,20 @@ pub(crate) async fn post(
             "Accept must include application/json and text/event-stream".into(),
         ));
     }
-    let body = read_body(body, &headers, state.config.body, &state.body_budget).await?;
-    let posted = classify(&body)?;
-    if let Some((id, name, params)) = &posted.single
-        && !state.config.stateless
+    let mut posted = match read_ahead.and_then(|Extension(ahead)| ahead.take()) {
+        Some(posted) => posted,
+        None => {
+            Posted::read(read_body(body, &headers, state.config.body, &state.body_budget).await?)?
+        }
+    };
+    if !state.config.stateless
         && state.server.serves_per_request()
         && !headers.contains_key(SESSION_ID_HEADER)
-        && super::sessionless::is_sessionless_post(&headers, name, params.as_deref())
+        && let Some(request) = posted.single()
+        && super::sessionless::is_sessionless_post(&headers, request)
     {
-        let post = super::sessionless::check(&state.server, &headers, id, name, params.as_deref())?;
-        return post_sessionless(&state, post, principal, body, sse_ok, json_ok).await;
+        let post = super::sessionless::check(&state.server, &headers, request)?;
+        return post_sessionless(&state, post, principal, posted.frame, sse_ok, json_ok).await;
     }
 
     let stateless = state.config.stateless;
@@ -423,7 +350,7 @@ pub(crate) async fn post(
 
     if posted.requests.is_empty() {
         sender
-            .send(InboundFrame::Message(body.clone()))
+            .send(InboundFrame::Read(posted.frame))
             .await
             .map_err(|_| stream_error(StreamError::Gone))?;
         return Ok(with_session(StatusCode::ACCEPTED.into_response(), new_id));
@@ -433,8 +360,9 @@ pub(crate) async fn post(
     let reply = session
         .open(&posted.requests, sse, posted.initialize.as_ref(), keep)
         .map_err(stream_error)?;
+    let batch = posted.batch;
     sender
-        .send(InboundFrame::Message(body.clone()))
+        .send(InboundFrame::Read(posted.frame))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
     drop(sender);
@@ -449,7 +377,7 @@ pub(crate) async fn post(
                     "the session ended before the request was answered".into(),
                 )
             })?;
-            let body = if posted.batch {
+            let body = if batch {
                 let mut out = b"[".to_vec();
                 for (i, b) in bodies.iter().enumerate() {
                     if i > 0 {
@@ -475,7 +403,7 @@ async fn post_sessionless(
     state: &Arc<AppState>,
     post: super::sessionless::SessionlessPost,
     principal: Option<Extension<Arc<Principal>>>,
-    body: Bytes,
+    frame: ReadFrame,
     sse_ok: bool,
     json_ok: bool,
 ) -> Result<Response, Refusal> {
@@ -516,7 +444,7 @@ async fn post_sessionless(
         )
         .map_err(stream_error)?;
     sender
-        .send(InboundFrame::Message(body))
+        .send(InboundFrame::Read(frame))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
     let cancel = super::sessionless::CancelOnDrop::new(sender, session, post.id.clone());

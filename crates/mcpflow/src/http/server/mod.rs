@@ -81,6 +81,7 @@ mod events;
 mod guard;
 mod handlers;
 mod listener;
+mod posted;
 mod session;
 mod sessionless;
 mod table;

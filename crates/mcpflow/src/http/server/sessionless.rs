@@ -9,17 +9,16 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use mcpflow_protocol::meta2026::{LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY};
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, HANDSHAKE_VERSIONS, RequestId};
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::handlers::{Refusal, refuse};
 use super::session::HttpSession;
 use crate::http::PROTOCOL_VERSION_HEADER;
-use crate::server::{Server, carries_envelope, is_per_request_method};
+use crate::server::{Server, is_per_request};
+use crate::session::ReadRequest;
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
@@ -32,36 +31,18 @@ pub(crate) struct SessionlessPost {
     pub(crate) streams: bool,
 }
 
-#[derive(Deserialize, Default)]
-struct Params {
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(default, rename = "taskId")]
-    task_id: Option<Value>,
-    #[serde(default)]
-    arguments: Option<serde_json::Map<String, Value>>,
-    #[serde(default, rename = "_meta")]
-    meta: Option<serde_json::Map<String, Value>>,
-}
-
 /// Whether a POST without a session carries a 2026-07-28 request: its body has the
-/// envelope, or its `MCP-Protocol-Version` names no handshake version (a handshake
-/// `initialize` without the envelope stays handshake era).
-pub(crate) fn is_sessionless_post(
-    headers: &HeaderMap,
-    method_name: &str,
-    params: Option<&RawValue>,
-) -> bool {
-    if carries_envelope(method_name, params) {
+/// envelope (or a method only that era has), or its `MCP-Protocol-Version` names no
+/// handshake version (a handshake `initialize` without the envelope stays handshake era).
+pub(crate) fn is_sessionless_post(headers: &HeaderMap, request: &ReadRequest) -> bool {
+    if is_per_request(&request.method, request.head()) {
         return true;
     }
     let header_per_request = headers
         .get(PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !HANDSHAKE_VERSIONS.iter().any(|h| h.as_str() == v));
-    header_per_request && method_name != method::INITIALIZE
+    header_per_request && request.method != method::INITIALIZE
 }
 
 fn mismatch(id: &RequestId, message: String) -> Refusal {
@@ -93,11 +74,11 @@ fn decoded(headers: &HeaderMap, name: &str) -> Result<Option<String>, ()> {
 pub(crate) fn check(
     server: &Server,
     headers: &HeaderMap,
-    id: &RequestId,
-    method_name: &str,
-    raw: Option<&RawValue>,
+    request: &ReadRequest,
 ) -> Result<SessionlessPost, Refusal> {
-    if !is_per_request_method(method_name) {
+    let id = &request.id;
+    let method_name = request.method.as_str();
+    if !Server::has_per_request_method(method_name) {
         // Some (`ping`) the engine itself would answer; a 2026-07-28 request gets none.
         return Err(refuse(
             StatusCode::NOT_FOUND,
@@ -106,10 +87,8 @@ pub(crate) fn check(
             format!("method not found: {method_name} (not a 2026-07-28 method)"),
         ));
     }
-    let params: Params = raw
-        .and_then(|r| serde_json::from_str(r.get()).ok())
-        .unwrap_or_default();
-    let meta = params.meta.unwrap_or_default();
+    let head = request.head();
+    let meta = head.meta();
     let header = |name: &str| {
         decoded(headers, name).map_err(|()| mismatch(id, format!("header `{name}` is not valid")))
     };
@@ -121,8 +100,11 @@ pub(crate) fn check(
             ));
         }
         Some(sent) => {
-            if let Some(Value::String(body)) = meta.get(PROTOCOL_VERSION_KEY)
-                && *body != sent
+            let body = meta
+                .and_then(|m| m.protocol_version.as_ref())
+                .and_then(|v| v.decode::<String>().ok());
+            if let Some(body) = body
+                && body != sent
             {
                 return Err(mismatch(
                     id,
@@ -144,15 +126,15 @@ pub(crate) fn check(
         None => return Err(mismatch(id, "missing Mcp-Method header".to_owned())),
     }
     let named = match method_name {
-        method::TOOLS_CALL | method::PROMPTS_GET => params.name.as_ref(),
-        method::RESOURCES_READ => params.uri.as_ref(),
+        method::TOOLS_CALL | method::PROMPTS_GET => head.name.get(),
+        method::RESOURCES_READ => head.uri.get(),
         // Tasks extension: the task id.
         method::TASKS_GET | method::TASKS_CANCEL | mcpflow_protocol::tasks2026::TASKS_UPDATE => {
-            params.task_id.as_ref()
+            head.task_id.get()
         }
         _ => None,
     };
-    if let Some(Value::String(name)) = named {
+    if let Some(name) = named {
         match header(NAME_HEADER)? {
             Some(sent) if sent == *name => {}
             Some(sent) => {
@@ -165,16 +147,22 @@ pub(crate) fn check(
         }
     }
     if method_name == method::TOOLS_CALL
-        && let Some(Value::String(tool)) = &params.name
+        && let Some(tool) = head.name.get()
     {
-        let arguments = params.arguments.unwrap_or_default();
-        for (argument, header_name) in server.tool_param_headers(tool) {
-            check_param(headers, id, &header_name, arguments.get(&argument))?;
+        let mirrored = server.tool_param_headers(tool);
+        if !mirrored.is_empty() {
+            let arguments: serde_json::Map<String, Value> = head
+                .arguments
+                .get()
+                .and_then(|a| a.decode().ok())
+                .unwrap_or_default();
+            for (argument, header_name) in mirrored {
+                check_param(headers, id, &header_name, arguments.get(&argument))?;
+            }
         }
     }
     let streams = method_name == method::SUBSCRIPTIONS_LISTEN
-        || meta.contains_key("progressToken")
-        || meta.contains_key(LOG_LEVEL_KEY);
+        || meta.is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some());
     Ok(SessionlessPost {
         id: id.clone(),
         streams,

@@ -1,9 +1,8 @@
 //! `completion/complete`.
 
-use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{CompleteRequestParams, CompleteResult, ErrorObject};
 
-use super::{Params, required, result};
+use super::required;
 use crate::server::ServerContext;
 use crate::session::Reply;
 
@@ -12,14 +11,12 @@ const MAX_VALUES: usize = 100;
 
 /// Ask the server's completion handler, or else the route registered for the argument
 /// (no route completes to nothing).
-pub(crate) async fn complete(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
+pub(crate) async fn complete(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
-    if server.capabilities().completions.is_none() {
-        return Err(ErrorObject::method_not_found(method::COMPLETION_COMPLETE));
-    }
-    let p: CompleteRequestParams = required(&params)?;
+    let p: CompleteRequestParams = required(&cx)?;
     if let Some(handler) = server.inner.completion.clone() {
-        return result(&handler(p, cx).await?);
+        let complete = handler(p, cx.clone()).await?;
+        return cx.reply(complete);
     }
     let route = server
         .registry()
@@ -30,7 +27,7 @@ pub(crate) async fn complete(params: Params, cx: ServerContext) -> Result<Reply,
     let mut values = match route {
         Some(route) => {
             let context = p.context.and_then(|c| c.arguments).unwrap_or_default();
-            (route.completer)(p.argument.value, context, cx).await
+            (route.completer)(p.argument.value, context, cx.clone()).await
         }
         None => Vec::new(),
     };
@@ -41,5 +38,5 @@ pub(crate) async fn complete(params: Params, cx: ServerContext) -> Result<Reply,
         complete.completion.total = u64::try_from(total).ok();
         complete.completion.has_more = Some(true);
     }
-    result(&complete)
+    cx.reply(complete)
 }

@@ -5,14 +5,14 @@ use mcpflow_protocol::{
     ProtocolVersion,
 };
 
-use super::{Params, required, result};
+use super::required;
 use crate::server::{Handshake, ServerContext};
 use crate::session::Reply;
 
 /// Negotiate the version and record what the client said about itself, then let the
 /// server's hook run before the result goes out.
-pub(crate) async fn initialize(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let params: InitializeRequestParams = required(&params)?;
+pub(crate) async fn initialize(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let params: InitializeRequestParams = required(&cx)?;
     let version = ProtocolVersion::negotiate(params.protocol_version.as_str());
     let handshake = Handshake {
         version: version.clone(),
@@ -28,7 +28,7 @@ pub(crate) async fn initialize(params: Params, cx: ServerContext) -> Result<Repl
     cx.peer().set_accept_batches(version.supports_batches());
     let server = cx.server().clone();
     if let Some(hook) = server.inner.on_initialize.clone() {
-        hook(params, cx).await?;
+        hook(params, cx.clone()).await?;
     }
     let mut capabilities = server.capabilities();
     if !version.at_least(&ProtocolVersion::V2025_03_26) {
@@ -38,12 +38,12 @@ pub(crate) async fn initialize(params: Params, cx: ServerContext) -> Result<Repl
     let info = info_for(&server.inner.info, &version);
     let mut init = InitializeResult::new(version, capabilities, info);
     init.instructions = server.inner.instructions.clone();
-    result(&init)
+    cx.reply(init)
 }
 
 /// Answer `ping` with an empty result.
-pub(crate) async fn ping(_params: Params, _cx: ServerContext) -> Result<Reply, ErrorObject> {
-    result(&EmptyResult::default())
+pub(crate) async fn ping(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    cx.reply(EmptyResult::default())
 }
 
 /// `info` without the fields `version` does not define: `title` is 2025-06-18,

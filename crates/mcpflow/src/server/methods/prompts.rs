@@ -1,22 +1,23 @@
 //! `prompts/list` and `prompts/get`.
 
 use mcpflow_protocol::prompts::ListPromptsResult;
-use mcpflow_protocol::{ErrorObject, GetPromptRequestParams, PaginatedRequestParams};
+use std::collections::BTreeMap;
 
-use super::{Params, optional, page, required, result};
+use mcpflow_protocol::ErrorObject;
+
+use super::{cursor, page};
 use crate::server::ServerContext;
 use crate::session::Reply;
 
-pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: PaginatedRequestParams = optional(&params)?;
+pub(crate) async fn list(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
     let (prompts, next_cursor) = page(
         &server.registry().prompts,
-        p.cursor.as_deref(),
+        cursor(&cx)?,
         server.inner.page_size,
         |e| e.prompt.clone(),
     )?;
-    result(&ListPromptsResult {
+    cx.reply(ListPromptsResult {
         prompts,
         next_cursor,
         ..Default::default()
@@ -24,24 +25,29 @@ pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, Err
 }
 
 /// Render a prompt, once every argument it marks required is there.
-pub(crate) async fn get(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: GetPromptRequestParams = required(&params)?;
+pub(crate) async fn get(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let head = cx.request().head();
+    let name = head.name.required("name")?;
     let entry = cx
         .server()
         .registry()
         .prompts
         .iter()
-        .find(|e| e.prompt.name == p.name)
+        .find(|e| e.prompt.name == *name)
         .cloned()
-        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)))?;
-    let args = p.arguments.unwrap_or_default();
+        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown prompt: {name}")))?;
+    let args: BTreeMap<String, String> = match head.arguments.optional("arguments")? {
+        Some(arguments) => arguments.decode().map_err(ErrorObject::invalid_params)?,
+        None => BTreeMap::new(),
+    };
     for arg in entry.prompt.arguments.iter().flatten() {
         if arg.required == Some(true) && !args.contains_key(&arg.name) {
             return Err(ErrorObject::invalid_params(format!(
-                "prompt `{}` needs the argument `{}`",
-                p.name, arg.name
+                "prompt `{name}` needs the argument `{}`",
+                arg.name
             )));
         }
     }
-    result(&(entry.handler)(args, cx).await?)
+    let prompt = (entry.handler)(args, cx.clone()).await?;
+    cx.reply(prompt)
 }

@@ -4,47 +4,37 @@
 use std::sync::PoisonError;
 
 use mcpflow_protocol::methods::method;
-use mcpflow_protocol::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, SubscribeRequestParams,
-};
-use mcpflow_protocol::{
-    EmptyResult, ErrorCode, ErrorObject, PaginatedRequestParams, ReadResourceRequestParams,
-};
-use serde::Serialize;
+use mcpflow_protocol::resources::{ListResourceTemplatesResult, ListResourcesResult};
+use mcpflow_protocol::{EmptyResult, ErrorCode, ErrorObject};
 
-use super::{Params, optional, page, required, result};
+use super::{cursor, page};
 use crate::server::ServerContext;
 use crate::session::Reply;
 
-pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: PaginatedRequestParams = optional(&params)?;
+pub(crate) async fn list(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
     let (resources, next_cursor) = page(
         &server.registry().resources,
-        p.cursor.as_deref(),
+        cursor(&cx)?,
         server.inner.page_size,
         |e| e.resource.clone(),
     )?;
-    result(&ListResourcesResult {
+    cx.reply(ListResourcesResult {
         resources,
         next_cursor,
         ..Default::default()
     })
 }
 
-pub(crate) async fn templates_list(
-    params: Params,
-    cx: ServerContext,
-) -> Result<Reply, ErrorObject> {
-    let p: PaginatedRequestParams = optional(&params)?;
+pub(crate) async fn templates_list(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
     let (resource_templates, next_cursor) = page(
         &server.registry().templates,
-        p.cursor.as_deref(),
+        cursor(&cx)?,
         server.inner.page_size,
         |e| e.template.clone(),
     )?;
-    result(&ListResourceTemplatesResult {
+    cx.reply(ListResourceTemplatesResult {
         resource_templates,
         next_cursor,
         ..Default::default()
@@ -52,47 +42,38 @@ pub(crate) async fn templates_list(
 }
 
 /// Read the resource with this URI, or the first template it matches.
-pub(crate) async fn read(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: ReadResourceRequestParams = required(&params)?;
-    let found = cx.server().registry().find_resource(&p.uri);
+pub(crate) async fn read(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let uri = cx.request().head().uri.required("uri")?.clone();
+    let found = cx.server().registry().find_resource(&uri);
     let (handler, vars) = found.ok_or_else(|| {
         ErrorObject::new(
             ErrorCode::RESOURCE_NOT_FOUND,
-            format!("resource not found: {}", p.uri),
+            format!("resource not found: {uri}"),
         )
-        .with_data(serde_json::json!({ "uri": p.uri }))
+        .with_data(serde_json::json!({ "uri": uri }))
     })?;
-    raw_result(&handler(p.uri, vars, cx).await?)
+    let contents = handler(uri, vars, cx.clone()).await?;
+    cx.reply(contents)
 }
 
-/// A result that may run to megabytes (a resource's contents), as raw JSON: a large one
-/// then goes out after its response's head, and a transport that keeps whole messages
-/// (streamable HTTP) takes its buffer instead of copying it.
-fn raw_result<T: Serialize>(value: &T) -> Result<Reply, ErrorObject> {
-    serde_json::value::to_raw_value(value)
-        .map(Reply::from)
-        .map_err(ErrorObject::internal)
-}
-
-pub(crate) async fn subscribe(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let uri = subscription(&params, &cx, method::RESOURCES_SUBSCRIBE)?;
+pub(crate) async fn subscribe(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let uri = subscription(&cx, method::RESOURCES_SUBSCRIBE)?;
     subscriptions(&cx).insert(uri);
-    result(&EmptyResult::default())
+    cx.reply(EmptyResult::default())
 }
 
-pub(crate) async fn unsubscribe(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let uri = subscription(&params, &cx, method::RESOURCES_UNSUBSCRIBE)?;
+pub(crate) async fn unsubscribe(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let uri = subscription(&cx, method::RESOURCES_UNSUBSCRIBE)?;
     subscriptions(&cx).remove(&uri);
-    result(&EmptyResult::default())
+    cx.reply(EmptyResult::default())
 }
 
 /// The URI a (un)subscription names, if this server takes subscriptions at all.
-fn subscription(params: &Params, cx: &ServerContext, method: &str) -> Result<String, ErrorObject> {
+fn subscription(cx: &ServerContext, method: &str) -> Result<String, ErrorObject> {
     if !cx.server().inner.subscriptions {
         return Err(ErrorObject::method_not_found(method));
     }
-    let p: SubscribeRequestParams = required(params)?;
-    Ok(p.uri)
+    Ok(cx.request().head().uri.required("uri")?.clone())
 }
 
 fn subscriptions(

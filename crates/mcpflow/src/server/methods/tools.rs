@@ -1,103 +1,77 @@
 //! `tools/list` and `tools/call`.
 
-use std::borrow::Cow;
-
 use mcpflow_protocol::tasks::TaskMetadata;
 use mcpflow_protocol::tools::TaskSupport;
 use mcpflow_protocol::{
-    CallToolResult, ErrorCode, ErrorObject, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion,
+    CallToolResult, ErrorCode, ErrorObject, JsonObject, ListToolsResult, ProtocolVersion,
 };
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
-use super::{Params, optional, page, required, result};
-use crate::config::LARGE_MESSAGE_BYTES;
+use super::{cursor, page};
 use crate::server::registry::{ToolCall, Violation, violations};
 use crate::server::tasks::TaskWork;
 use crate::server::{ServerContext, ToolError};
-use crate::session::Reply;
+use crate::session::{JsonText, Member, Reply};
 
-pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: PaginatedRequestParams = optional(&params)?;
+pub(crate) async fn list(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
     let (tools, next_cursor) = page(
         &server.registry().tools,
-        p.cursor.as_deref(),
+        cursor(&cx)?,
         server.inner.page_size,
         |e| e.tool.clone(),
     )?;
     let mut list = ListToolsResult::new(tools);
     list.next_cursor = next_cursor;
-    result(&list)
-}
-
-/// What answering `tools/call` reads of its params
-/// ([`CallToolRequestParams`](mcpflow_protocol::CallToolRequestParams) with the
-/// arguments left as JSON for the tool's own decoder, and without the members this
-/// server does not act on).
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-    /// Checked for its shape only: the engine reads it for the handler.
-    #[serde(default, rename = "_meta", borrow)]
-    meta: Option<&'a RawValue>,
-    /// Present when the client asks to run the call as a task.
-    #[serde(default)]
-    task: Option<TaskMetadata>,
-}
-
-/// Whether `raw` is an object: serde_json hands a raw value over without the
-/// whitespace around it, so its first byte tells its kind.
-fn is_object(raw: &RawValue) -> bool {
-    raw.get().starts_with('{')
+    cx.reply(list)
 }
 
 /// Find the tool, hand it the arguments (a typed tool decodes them into its own type;
 /// any other is checked against its input schema first), and run it.
-pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: CallParams<'_> = required(&params)?;
-    if p.meta.is_some_and(|m| !is_object(m)) {
+pub(crate) async fn call(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let head = cx.request().head();
+    let name = head.name.required("name")?;
+    if matches!(head.meta, Member::Invalid(_)) {
         return Err(ErrorObject::invalid_params("`_meta` must be an object"));
     }
-    if p.arguments.is_some_and(|a| !is_object(a)) {
+    let arguments = head.arguments.optional("arguments")?;
+    if arguments.is_some_and(|a| !a.is_object()) {
         return Err(ErrorObject::invalid_params("`arguments` must be an object"));
     }
+    // Present when the client asks to run the call as a task.
+    let task: Option<TaskMetadata> = head
+        .task
+        .optional("task")?
+        .map(JsonText::decode)
+        .transpose()
+        .map_err(ErrorObject::invalid_params)?;
     let (tool, support) = {
         let registry = cx.server().registry();
         let tool = registry
-            .tool_call(&p.name)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", p.name)))?;
-        (tool, registry.task_support(&p.name))
+            .tool_call(name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))?;
+        (tool, registry.task_support(name))
     };
-    let arguments = p.arguments.map_or("{}", RawValue::get);
+    let arguments = arguments.map_or("{}", JsonText::get);
     // 2026-07-28 has no `task` param (a 2025-11-25 one is ignored): the server decides
     // which calls become tasks (`server::tasks::per_request`).
     let support = support.filter(|_| !cx.is_per_request());
-    match (&p.task, support) {
+    match (&task, support) {
         (Some(_), Some(TaskSupport::Forbidden)) => {
             return Err(ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "tool `{}` cannot run as a task (its taskSupport is forbidden)",
-                    p.name
-                ),
+                format!("tool `{name}` cannot run as a task (its taskSupport is forbidden)"),
             ));
         }
         (None, Some(TaskSupport::Required)) => {
             return Err(ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
-                    "tool `{}` runs only as a task (taskSupport: required); call it with a `task` param",
-                    p.name
+                    "tool `{name}` runs only as a task (taskSupport: required); call it with a `task` param"
                 ),
             ));
         }
         (Some(task), Some(_)) => {
-            let (name, arguments) = (p.name.into_owned(), arguments.to_owned());
+            let (name, arguments) = (name.clone(), arguments.to_owned());
             let work: TaskWork = Box::new(move |cx| {
                 Box::pin(async move { outcome(tool, &name, &arguments, cx).await })
             });
@@ -105,9 +79,8 @@ pub(crate) async fn call(params: Params, cx: ServerContext) -> Result<Reply, Err
         }
         _ => {}
     }
-    outcome(tool, &p.name, arguments, cx)
-        .await
-        .and_then(tool_result)
+    let call = outcome(tool, name, arguments, cx.clone()).await?;
+    cx.reply(call)
 }
 
 /// Run the tool and map its failures: a tool error is a result with `isError`, a
@@ -172,67 +145,5 @@ fn invalid_arguments(
             .map(|v| serde_json::json!({ "path": v.path, "reason": v.reason }))
             .collect();
         Err(ErrorObject::invalid_params(message).with_data(serde_json::json!({ "errors": errors })))
-    }
-}
-
-/// A tool's result as raw JSON. A large one is serialized consuming it: one text block
-/// is escaped inside its own buffer, anything else is written into a buffer of about its
-/// final size instead of one that doubles its way there (which would hold the old and
-/// the new buffer at once at the peak).
-fn tool_result(call: CallToolResult) -> Result<Reply, ErrorObject> {
-    let len = call.payload_len();
-    if len < LARGE_MESSAGE_BYTES {
-        // The same bytes as `result(&call)`, written by the result's own writer.
-        return Reply::written(len + 64, |out| call.write_json(out)).map_err(ErrorObject::internal);
-    }
-    let out = call.into_json().map_err(ErrorObject::internal)?;
-    let text = String::from_utf8(out).map_err(ErrorObject::internal)?;
-    RawValue::from_string(text)
-        .map(Reply::from)
-        .map_err(ErrorObject::internal)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{CallParams, is_object};
-
-    #[test]
-    fn call_params_keep_the_arguments_as_they_came_and_tell_their_kind() {
-        for (params, arguments, object) in [
-            (
-                r#"{"name":"e","arguments":{"a":[1]}}"#,
-                Some(r#"{"a":[1]}"#),
-                true,
-            ),
-            (
-                r#"{ "arguments" :  {"a":1} , "name":"e"}"#,
-                Some(r#"{"a":1}"#),
-                true,
-            ),
-            (r#"{"name":"e","arguments":[1]}"#, Some("[1]"), false),
-            (r#"{"name":"e","arguments":"{}"}"#, Some(r#""{}""#), false),
-            (r#"{"name":"e","arguments":null}"#, None, true),
-            (r#"{"name":"e"}"#, None, true),
-        ] {
-            let p: CallParams<'_> = serde_json::from_str(params).expect(params);
-            assert_eq!(p.name, "e");
-            assert_eq!(p.arguments.map(|a| a.get()), arguments, "{params}");
-            assert_eq!(p.arguments.is_none_or(is_object), object, "{params}");
-        }
-        let escaped: CallParams<'_> =
-            serde_json::from_str(r#"{"name":"ec\u0068o","_meta":{"progressToken":1}}"#)
-                .expect("escaped name");
-        assert_eq!(escaped.name, "echo");
-        assert!(escaped.meta.is_some_and(is_object));
-        for wrong in [
-            r#"{"name":5}"#,
-            r#"{"arguments":{}}"#,
-            r#"{"name":"e","task":{"ttl":"soon"}}"#,
-        ] {
-            assert!(
-                serde_json::from_str::<CallParams<'_>>(wrong).is_err(),
-                "{wrong}"
-            );
-        }
     }
 }

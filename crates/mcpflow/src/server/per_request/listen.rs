@@ -12,11 +12,11 @@ use mcpflow_protocol::subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
-use mcpflow_protocol::{ErrorObject, RequestId, ResultType};
+use mcpflow_protocol::{ErrorObject, RequestId};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::methods::{Params, required, result};
+use crate::server::methods::required;
 use crate::server::tasks::TaskOwner;
 use crate::server::{Server, ServerContext};
 use crate::session::{Peer, Reply};
@@ -167,8 +167,8 @@ fn honoured(
 }
 
 /// Acknowledge, then stream until the stream ends.
-pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: SubscriptionsListenRequestParams = required(&params)?;
+pub(crate) async fn listen(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let p: SubscriptionsListenRequestParams = required(&cx)?;
     let server = cx.server().clone();
     let id = cx.request().id().clone();
     let filter = honoured(&cx, &p.notifications)?;
@@ -209,10 +209,7 @@ pub(super) async fn listen(params: Params, cx: ServerContext) -> Result<Reply, E
         () = cx.peer().closed() => {}
     }
     server.inner.listeners.remove(&listener);
-    let mut done = SubscriptionsListenResult {
-        result_type: Some(ResultType::Complete),
-        ..Default::default()
-    };
+    let mut done = SubscriptionsListenResult::default();
     set_subscription_id(&mut done.meta, &id);
-    result(&done)
+    cx.reply(done)
 }

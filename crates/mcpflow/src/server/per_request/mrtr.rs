@@ -13,35 +13,27 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Poll;
 
-use mcpflow_protocol::methods::method;
 use mcpflow_protocol::mrtr::{InputRequest, InputRequests};
+use mcpflow_protocol::tasks2026::CreateTaskResult;
 use mcpflow_protocol::{ErrorObject, InputRequiredResult};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::state::{Binding, StateKey};
 use crate::server::Server;
-use crate::session::{BoxFuture, Reply};
-
-/// Whether `method` may answer `input_required`.
-pub(crate) fn may_ask(name: &str) -> bool {
-    matches!(
-        name,
-        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
-    )
-}
+use crate::session::{BoxFuture, JsonText, Reply, RequestHead};
 
 /// One round of a request that may ask for input.
 #[derive(Debug)]
 pub(crate) struct Round {
     /// Every answer known this round: the signed earlier ones and this round's.
     answers: BTreeMap<String, Value>,
-    binding: Binding,
+    /// What the state is bound to: the method, its target and its arguments.
+    target: (String, String, Option<JsonText>),
+    binding: OnceLock<Binding>,
     key: StateKey,
     next: AtomicUsize,
     /// The answers the handler used, carried into the next round's state.
@@ -50,51 +42,46 @@ pub(crate) struct Round {
     asked: Mutex<InputRequests>,
 }
 
-/// What a round's params carry besides the method's own.
-#[derive(Deserialize, Default)]
-struct RoundParams {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    uri: Option<String>,
-    #[serde(default)]
-    arguments: Option<Value>,
-    #[serde(default, rename = "inputResponses")]
-    input_responses: Option<BTreeMap<String, Value>>,
-    #[serde(default, rename = "requestState")]
-    request_state: Option<String>,
-}
-
 impl Round {
-    /// The round a request's params describe: -32602 for state that fails verification
-    /// or belongs to another request.
-    pub(crate) fn from_params(
+    /// The round a request describes: -32602 for state that fails verification or
+    /// belongs to another request.
+    pub(crate) fn new(
         server: &Server,
         name: &str,
-        params: Option<&RawValue>,
+        head: &RequestHead,
     ) -> Result<Round, ErrorObject> {
-        let p: RoundParams = match params {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)?,
-            None => RoundParams::default(),
+        let target = match head.name.optional("name")? {
+            Some(name) => name.clone(),
+            None => head.uri.optional("uri")?.cloned().unwrap_or_default(),
         };
-        let binding = Binding::new(
-            name,
-            p.name.or(p.uri).unwrap_or_default(),
-            p.arguments.as_ref(),
-        );
-        let key = server.inner.state_key.clone();
-        let mut answers = match &p.request_state {
-            Some(state) => key.open(state, &binding)?,
-            None => BTreeMap::new(),
-        };
-        answers.extend(p.input_responses.unwrap_or_default());
-        Ok(Round {
-            answers,
-            binding,
-            key,
+        let arguments = head.arguments.optional("arguments")?.cloned();
+        let mut round = Round {
+            answers: BTreeMap::new(),
+            target: (name.to_owned(), target, arguments),
+            binding: OnceLock::new(),
+            key: server.inner.state_key.clone(),
             next: AtomicUsize::new(0),
             used: Mutex::default(),
             asked: Mutex::default(),
+        };
+        if let Some(state) = head.request_state.optional("requestState")? {
+            round.answers = round.key.open(state, round.binding())?;
+        }
+        if let Some(responses) = head.input_responses.optional("inputResponses")? {
+            let responses: BTreeMap<String, Value> =
+                responses.decode().map_err(ErrorObject::invalid_params)?;
+            round.answers.extend(responses);
+        }
+        Ok(round)
+    }
+
+    /// The binding of this round's state, made when first needed (it hashes the
+    /// arguments).
+    fn binding(&self) -> &Binding {
+        self.binding.get_or_init(|| {
+            let (method, target, arguments) = &self.target;
+            let arguments = arguments.as_ref().and_then(|a| a.decode::<Value>().ok());
+            Binding::new(method, target.clone(), arguments.as_ref())
         })
     }
 
@@ -134,7 +121,7 @@ impl Round {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let state = self.key.seal(&self.binding, &used);
+        let state = self.key.seal(self.binding(), &used);
         InputRequiredResult::new(requests, Some(state))
     }
 }
@@ -145,6 +132,8 @@ pub(crate) enum Outcome {
     Done(Result<Reply, ErrorObject>),
     /// The handler needs input first.
     InputRequired(InputRequiredResult),
+    /// The call became a task and goes on in the background.
+    Task(CreateTaskResult),
 }
 
 /// Poll `answer` until it finishes or a poll ends with input requests registered.

@@ -1,9 +1,8 @@
 //! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (2025-11-25): each
 //! sees only the tasks of the connection that asks.
 
-use mcpflow_protocol::tasks::{ListTasksResult, TaskIdParams};
-use mcpflow_protocol::{ErrorObject, PaginatedRequestParams, RequestId};
-use serde::de::DeserializeOwned;
+use mcpflow_protocol::tasks::ListTasksResult;
+use mcpflow_protocol::{ErrorObject, RequestId};
 use serde_json::value::RawValue;
 
 use super::notify_status;
@@ -11,49 +10,38 @@ use super::store::{Outcome, TaskEntry};
 use crate::server::ServerContext;
 use crate::session::Reply;
 
-type Params = Option<Box<RawValue>>;
-
-fn decode<T: DeserializeOwned + Default>(params: &Params, needed: bool) -> Result<T, ErrorObject> {
-    match params {
-        None if needed => Err(ErrorObject::invalid_params("missing params")),
-        None => Ok(T::default()),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params),
-    }
+fn task_of(cx: &ServerContext) -> Result<std::sync::Arc<TaskEntry>, ErrorObject> {
+    let id = cx.request().head().task_id.required("taskId")?;
+    cx.server().inner.tasks.get(&cx.task_owner(), id)
 }
 
-fn task_of(params: &Params, cx: &ServerContext) -> Result<std::sync::Arc<TaskEntry>, ErrorObject> {
-    let p: TaskIdParams = decode(params, true)?;
-    cx.server().inner.tasks.get(&cx.task_owner(), &p.task_id)
+pub(crate) async fn get(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    cx.reply(task_of(&cx)?.snapshot())
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<Reply, ErrorObject> {
-    Reply::json(value).map_err(ErrorObject::internal)
-}
-
-pub(crate) async fn get(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    json(&task_of(&params, &cx)?.snapshot())
-}
-
-pub(crate) async fn list(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let p: PaginatedRequestParams = decode(&params, false)?;
+pub(crate) async fn list(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let server = cx.server();
     let (tasks, next_cursor) = server.inner.tasks.list(
         &cx.task_owner(),
-        p.cursor.as_deref(),
+        cx.request()
+            .head()
+            .cursor
+            .optional("cursor")?
+            .map(String::as_str),
         server.inner.page_size,
     )?;
-    json(&ListTasksResult {
+    cx.reply(ListTasksResult {
         tasks,
         next_cursor,
         ..ListTasksResult::default()
     })
 }
 
-pub(crate) async fn cancel(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let entry = task_of(&params, &cx)?;
+pub(crate) async fn cancel(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let entry = task_of(&cx)?;
     let task = cx.server().inner.tasks.cancel(&entry)?;
     notify_status(&cx.peer().unrelated(), &task).await;
-    json(&task)
+    cx.reply(task)
 }
 
 /// Clears the task's route to this `tasks/result` when it ends, however it ends.
@@ -70,8 +58,8 @@ impl Drop for Route<'_> {
 
 /// Wait until the task ends and answer what its `tools/call` would have; meanwhile the
 /// task's requests to the client travel with this request.
-pub(crate) async fn result(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let entry = task_of(&params, &cx)?;
+pub(crate) async fn result(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let entry = task_of(&cx)?;
     let id = cx.request().id().clone();
     entry.set_route(id.clone());
     let _route = Route { entry: &entry, id };

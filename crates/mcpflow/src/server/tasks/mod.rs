@@ -153,7 +153,7 @@ pub(crate) fn start(
         task: entry.snapshot(),
         ..CreateTaskResult::default()
     };
-    Reply::json(&created).map_err(ErrorObject::internal)
+    cx.reply(created)
 }
 
 /// Drive one task: its handler until it ends, expires or the connection closes; then

@@ -32,18 +32,15 @@ use mcpflow_protocol::tasks2026::{
 };
 use mcpflow_protocol::tools::TaskSupport;
 use mcpflow_protocol::{ClientCapabilities, EmptyResult, ErrorObject};
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::clock::now_iso8601;
 use super::store::{TaskEntry, TaskOwner};
 use crate::error::SessionError;
+use crate::server::methods::required;
 use crate::server::per_request::mrtr::{self, Round};
 use crate::server::{Server, ServerContext};
-use crate::session::{BoxFuture, Reply, RequestCancel};
-
-use crate::server::methods::{Params, required, result};
+use crate::session::{BoxFuture, Reply, RequestCancel, RequestHead};
 
 /// A `tools/call` that may become a task: the cancellation its handler runs with from
 /// the start (so the task keeps it once the request is gone), and the task once made.
@@ -79,17 +76,13 @@ fn undeclared() -> ErrorObject {
 /// only as a task called without the extension.
 pub(crate) fn candidate(
     server: &Server,
-    params: Option<&RawValue>,
+    head: &RequestHead,
     caps: &ClientCapabilities,
 ) -> Result<Option<Arc<Escalation>>, ErrorObject> {
-    #[derive(Deserialize)]
-    struct Named {
-        name: String,
-    }
-    let Some(named) = params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok()) else {
+    let Some(name) = head.name.get() else {
         return Ok(None);
     };
-    match server.registry().task_support(&named.name) {
+    match server.registry().task_support(name) {
         Some(TaskSupport::Optional | TaskSupport::Required) if declared(caps) => {
             Ok(Some(Arc::default()))
         }
@@ -140,7 +133,7 @@ pub(crate) async fn run(
     let _ = escalation.task.set(entry.clone());
     let created = CreateTaskResult::new(entry.detailed().task);
     tokio::spawn(run_task(server.clone(), entry, answer));
-    mrtr::Outcome::Done(result(&created))
+    mrtr::Outcome::Task(created)
 }
 
 /// Drive a 2026-07-28 task: its handler until it ends, is cancelled or expires; then
@@ -230,35 +223,25 @@ pub(crate) async fn ask(
 
 /// The task a `tasks/get|update|cancel` names, for a request that declared the
 /// extension: -32021 without it, -32602 for a task unknown to this owner.
-fn task_of<T: for<'de> Deserialize<'de>>(
-    params: &Params,
-    cx: &ServerContext,
-    id: impl Fn(&T) -> &str,
-) -> Result<(Arc<TaskEntry>, T), ErrorObject> {
+fn task_of(cx: &ServerContext) -> Result<Arc<TaskEntry>, ErrorObject> {
     if !declared(&cx.client_capabilities()) {
         return Err(undeclared());
     }
-    let p: T = required(params)?;
-    let entry = cx.server().inner.tasks.get(&cx.task_owner(), id(&p))?;
-    Ok((entry, p))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TaskId {
-    task_id: String,
+    let id = cx.request().head().task_id.required("taskId")?;
+    cx.server().inner.tasks.get(&cx.task_owner(), id)
 }
 
 /// `tasks/get`: the task with its input requests, result or error.
-pub(crate) async fn get(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let (entry, _) = task_of(&params, &cx, |p: &TaskId| &p.task_id)?;
-    result(&entry.detailed())
+pub(crate) async fn get(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let entry = task_of(&cx)?;
+    cx.reply(entry.detailed())
 }
 
 /// `tasks/update`: hand the answers to the input calls waiting for them; unknown and
 /// already answered keys are ignored. An empty acknowledgement.
-pub(crate) async fn update(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let (entry, p) = task_of(&params, &cx, |p: &UpdateTaskParams| &p.task_id)?;
+pub(crate) async fn update(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let entry = task_of(&cx)?;
+    let p: UpdateTaskParams = required(&cx)?;
     let mut answers = Vec::with_capacity(p.input_responses.len());
     for (key, response) in p.input_responses {
         answers.push((
@@ -286,15 +269,15 @@ pub(crate) async fn update(params: Params, cx: ServerContext) -> Result<Reply, E
     if resumed {
         notify(cx.server(), &entry).await;
     }
-    result(&EmptyResult::default())
+    cx.reply(EmptyResult::default())
 }
 
 /// `tasks/cancel`: cooperative; the same empty acknowledgement for a task that has
 /// already ended.
-pub(crate) async fn cancel(params: Params, cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let (entry, _) = task_of(&params, &cx, |p: &TaskId| &p.task_id)?;
+pub(crate) async fn cancel(cx: ServerContext) -> Result<Reply, ErrorObject> {
+    let entry = task_of(&cx)?;
     if cx.server().inner.tasks.cancel(&entry).is_ok() {
         notify(cx.server(), &entry).await;
     }
-    result(&EmptyResult::default())
+    cx.reply(EmptyResult::default())
 }

@@ -12,13 +12,12 @@ use axum::http::header::{
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use mcpflow_protocol::jsonrpc::{Decoded, MessageRef, decode};
-use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message};
 
 use super::{ResourceAuth, VerifyError};
 use crate::http::SESSION_ID_HEADER;
 use crate::http::server::body::read_body;
+use crate::http::server::posted::{Posted, ReadAhead};
 use crate::http::server::table::AppState;
 use crate::server::Principal;
 
@@ -115,15 +114,26 @@ pub(crate) async fn authorize(
         return json_error(StatusCode::NOT_FOUND, message);
     }
     let calls = if request.method() == Method::POST && auth.scopes_by_request() {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let bytes =
             match read_body(body, &parts.headers, state.config.body, &state.body_budget).await {
                 Ok(bytes) => bytes,
                 Err(refusal) => return refusal.into_response(),
             };
-        let calls = calls_in(&bytes);
-        request = Request::from_parts(parts, Body::from(bytes));
-        calls
+        // Read once, here, and handed on; a body that does not read goes on as it
+        // came, for the endpoint to refuse.
+        match Posted::read(bytes.clone()) {
+            Ok(mut posted) => {
+                let calls = posted.calls();
+                parts.extensions.insert(ReadAhead::new(posted));
+                request = Request::from_parts(parts, Body::empty());
+                calls
+            }
+            Err(_) => {
+                request = Request::from_parts(parts, Body::from(bytes));
+                Vec::new()
+            }
+        }
     } else {
         Vec::new()
     };
@@ -289,35 +299,6 @@ fn dpop_refusal(auth: &ResourceAuth, error: &str, why: &str, nonce: Option<Strin
         response.headers_mut().insert("dpop-nonce", nonce);
     }
     response
-}
-
-/// The requests of a POST body as (method, tool name); none when it does not decode
-/// (the endpoint then refuses it with 400).
-fn calls_in(body: &[u8]) -> Vec<(String, Option<String>)> {
-    let messages = match decode(body) {
-        Decoded::Single(Ok(m)) => vec![m],
-        Decoded::Batch(items) => items.into_iter().filter_map(Result::ok).collect(),
-        Decoded::Single(Err(_)) => Vec::new(),
-    };
-    messages
-        .into_iter()
-        .filter_map(|m| match m {
-            MessageRef::Request { method, params, .. } => {
-                let tool = (method == method::TOOLS_CALL)
-                    .then(|| {
-                        #[derive(serde::Deserialize)]
-                        struct Named {
-                            name: String,
-                        }
-                        params.and_then(|p| serde_json::from_str::<Named>(p.get()).ok())
-                    })
-                    .flatten()
-                    .map(|n| n.name);
-                Some((method.to_string(), tool))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// A 401 or 403 with its `WWW-Authenticate: Bearer` challenge (RFC 6750 §3, RFC 9728
