@@ -6,12 +6,13 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::bounded;
 use common::http::{SseEvent, serve, sse_events};
 use mcpflow::RequestOptions;
-use mcpflow::http::server::HttpServer;
+use mcpflow::http::server::{EventStore, HttpServer, InMemoryEventStore, StreamKey};
 use mcpflow::protocol::{CallToolResult, Tool};
 use mcpflow::server::Server;
 use reqwest::StatusCode;
@@ -193,18 +194,25 @@ impl Peer {
         assert_eq!(ack.status(), StatusCode::ACCEPTED);
     }
 
-    /// POST a request and read its whole event stream (it must end).
+    /// POST a request and read its answer: its whole event stream (it must end), or a
+    /// JSON body, as one event without an id.
     async fn call(&self, what: &str, body: &Value) -> Vec<SseEvent> {
         let response = bounded(what, self.post(body).send())
             .await
             .expect("answered");
-        assert_eq!(response.status(), StatusCode::OK, "{what}");
+        answer(what, response).await
+    }
+
+    /// POST a request accepting only an event stream, and read the whole stream.
+    async fn call_streamed(&self, what: &str, body: &Value) -> Vec<SseEvent> {
+        let request = self.raw_post(body, "application/json", "text/event-stream");
+        let response = bounded(what, request.send()).await.expect("answered");
         assert_eq!(
             response.headers()["content-type"],
             "text/event-stream",
             "{what}"
         );
-        sse_events(&bounded(what, response.text()).await.expect("stream ends"))
+        answer(what, response).await
     }
 
     async fn get(&self, last_event_id: Option<&str>) -> reqwest::Response {
@@ -217,6 +225,23 @@ impl Peer {
             request = request.header("last-event-id", id);
         }
         bounded("GET", request.send()).await.expect("GET answered")
+    }
+}
+
+/// An answer: an event stream's events, or a JSON body as one event without an id.
+async fn answer(what: &str, response: reqwest::Response) -> Vec<SseEvent> {
+    assert_eq!(response.status(), StatusCode::OK, "{what}");
+    let content_type = response.headers()["content-type"].clone();
+    let body = bounded(what, response.text())
+        .await
+        .expect("the answer ends");
+    match content_type.to_str().expect("ascii") {
+        "text/event-stream" => sse_events(&body),
+        "application/json" => vec![SseEvent {
+            id: None,
+            data: body,
+        }],
+        other => panic!("{what}: answered as {other}"),
     }
 }
 
@@ -288,9 +313,81 @@ async fn sessions_start_at_initialize_and_end_with_delete() {
     // The other session is untouched.
     assert_eq!(
         other.call("other session", &ping).await.len(),
-        2,
-        "priming and the pong"
+        1,
+        "the pong, as a JSON body"
     );
+    bounded("shutdown", running.shutdown()).await;
+}
+
+/// Counts what an in-memory event store is asked to keep.
+struct CountingStore {
+    inner: InMemoryEventStore,
+    appended: Arc<AtomicUsize>,
+}
+
+impl EventStore for CountingStore {
+    fn append(&self, key: &StreamKey, seq: u64, message: bytes::Bytes) {
+        self.appended.fetch_add(1, Ordering::SeqCst);
+        self.inner.append(key, seq, message);
+    }
+    fn after(&self, key: &StreamKey, seq: u64) -> Option<Vec<(u64, bytes::Bytes)>> {
+        self.inner.after(key, seq)
+    }
+    fn remove_session(&self, session: &str) {
+        self.inner.remove_session(session);
+    }
+}
+
+#[tokio::test]
+async fn an_answer_sent_before_anything_else_is_one_json_body_and_kept_nowhere() {
+    let appended = Arc::new(AtomicUsize::new(0));
+    let store = CountingStore {
+        inner: InMemoryEventStore::default(),
+        appended: appended.clone(),
+    };
+    let running = serve(HttpServer::new(test_server(Arc::default())).event_store(store)).await;
+    let mut peer = Peer::new(&running.url());
+    peer.initialize(json!({})).await;
+    let kept_by_initialize = appended.load(Ordering::SeqCst);
+
+    let response = bounded(
+        "quick call",
+        peer.post(&call_tool(1, "large", false)).send(),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    assert_eq!(body["id"], 1);
+    assert_eq!(body["result"]["content"][0]["text"], large_text().as_str());
+    assert_eq!(
+        appended.load(Ordering::SeqCst),
+        kept_by_initialize,
+        "an answer that is not a stream is not stored"
+    );
+
+    // Progress before the answer: the answer is an event stream, stored for resumption.
+    let events = peer.call("count", &call_tool(2, "count", true)).await;
+    assert_eq!(
+        events.len(),
+        5,
+        "priming, three progress, the result: {events:?}"
+    );
+    assert!(events.iter().all(|e| e.id.is_some()), "{events:?}");
+    assert_eq!(appended.load(Ordering::SeqCst), kept_by_initialize + 4);
+
+    // A client that accepts only JSON gets the answer alone, progress or not.
+    let request = peer.raw_post(
+        &call_tool(3, "count", true),
+        "application/json",
+        "application/json",
+    );
+    let response = bounded("JSON only", request.send())
+        .await
+        .expect("answered");
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    assert_eq!(body["result"]["content"][0]["text"], "counted");
     bounded("shutdown", running.shutdown()).await;
 }
 
@@ -335,7 +432,9 @@ async fn a_large_result_arrives_whole_and_replays_whole() {
     let text = large_text();
     assert!(text.len() > 128 * 1024);
 
-    let events = peer.call("large", &call_tool(3, "large", false)).await;
+    let events = peer
+        .call_streamed("large", &call_tool(3, "large", false))
+        .await;
     assert_eq!(events.len(), 2, "priming and the result");
     let result: Value = serde_json::from_str(&events[1].data).expect("json");
     assert_eq!(result["id"], 3);
@@ -736,7 +835,8 @@ async fn malformed_requests_get_clear_http_errors_and_the_session_survives() {
         assert!(error["error"]["code"].is_i64(), "{what}: {error}");
     }
     let events = peer.call("ping after the bad requests", &ping).await;
-    assert_eq!(events.len(), 2, "priming and the pong: {events:?}");
+    assert_eq!(events.len(), 1, "the pong: {events:?}");
+    assert!(events[0].data.contains(r#""result":{}"#), "{events:?}");
     // 2025-03-26, the version a missing header implies, counts as no header.
     let implied = bounded(
         "the implied version",

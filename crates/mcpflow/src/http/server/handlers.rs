@@ -1,6 +1,7 @@
 //! The POST, GET and DELETE handlers of the MCP endpoint.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Extension;
 use axum::body::{Body, Bytes};
@@ -11,12 +12,13 @@ use axum::response::{IntoResponse, Response};
 use mcpflow_protocol::{
     ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Message, ProtocolVersion, RequestId,
 };
+use tokio::sync::oneshot;
 
 use super::body::read_body;
 use super::events::{EventReceiver, sse_body};
 use super::new_session_id;
 use super::posted::{Posted, ReadAhead};
-use super::session::{HttpSession, Reply, StreamError};
+use super::session::{First, HttpSession, Reply, ReplyMode, StreamError};
 use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::server::Principal;
@@ -355,10 +357,16 @@ pub(crate) async fn post(
             .map_err(|_| stream_error(StreamError::Gone))?;
         return Ok(with_session(StatusCode::ACCEPTED.into_response(), new_id));
     }
-    let sse = sse_ok && !(state.config.json_response && json_ok);
+    let mode = if !sse_ok || (state.config.json_response && json_ok) {
+        ReplyMode::Json
+    } else if json_ok && posted.requests.len() == 1 && !posted.batch {
+        ReplyMode::FirstDecides
+    } else {
+        ReplyMode::Sse
+    };
     let keep = stateless.then(|| sender.clone());
     let reply = session
-        .open(&posted.requests, sse, posted.initialize.as_ref(), keep)
+        .open(&posted.requests, mode, posted.initialize.as_ref(), keep)
         .map_err(stream_error)?;
     let batch = posted.batch;
     sender
@@ -366,17 +374,25 @@ pub(crate) async fn post(
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
     drop(sender);
+    let gone = || {
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            None,
+            "the session ended before the request was answered".into(),
+        )
+    };
     match reply {
         Reply::Sse(events) => Ok(sse_response(events, &state, new_id)),
+        Reply::FirstDecides(first) => match decided(&session, &posted.requests[0], first)
+            .await
+            .map_err(|_| gone())?
+        {
+            First::Json(body) => Ok(with_session(json_response(StatusCode::OK, body), new_id)),
+            First::Stream(events) => Ok(sse_response(events, &state, new_id)),
+        },
         Reply::Json(done) => {
-            let bodies = done.await.map_err(|_| {
-                refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    ErrorCode::INTERNAL_ERROR,
-                    None,
-                    "the session ended before the request was answered".into(),
-                )
-            })?;
+            let bodies = done.await.map_err(|_| gone())?;
             let body = if batch {
                 let mut out = b"[".to_vec();
                 for (i, b) in bodies.iter().enumerate() {
@@ -390,11 +406,33 @@ pub(crate) async fn post(
             } else {
                 bodies.into_iter().next().unwrap_or_default()
             };
-            let response =
-                (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response();
-            Ok(with_session(response, new_id))
+            Ok(with_session(json_response(StatusCode::OK, body), new_id))
         }
     }
+}
+
+/// How long a POST waits for its first message before its answer becomes an event
+/// stream anyway: a slow call gets a stream that is primed for resumption and kept
+/// alive, a quick one its answer as one JSON body.
+const FIRST_MESSAGE_WAIT: Duration = Duration::from_secs(1);
+
+/// What the first message for request `id` decided, or an event stream once
+/// [`FIRST_MESSAGE_WAIT`] passed without one.
+async fn decided(
+    session: &HttpSession,
+    id: &RequestId,
+    mut first: oneshot::Receiver<First>,
+) -> Result<First, oneshot::error::RecvError> {
+    tokio::select! {
+        first = &mut first => return first,
+        () = tokio::time::sleep(FIRST_MESSAGE_WAIT) => {}
+    }
+    session.stream_now(id);
+    first.await
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response {
+    (status, [(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Serve one 2026-07-28 request without a session: a connection of its own that lives
@@ -434,11 +472,15 @@ async fn post_sessionless(
             }
         }
     });
-    let sse = sse_ok && (post.streams || !json_ok);
+    let mode = match (sse_ok, json_ok) {
+        (true, false) => ReplyMode::Sse,
+        (false, _) => ReplyMode::Json,
+        (true, true) => ReplyMode::FirstDecides,
+    };
     let reply = session
         .open(
             std::slice::from_ref(&post.id),
-            sse,
+            mode,
             None,
             Some(sender.clone()),
         )
@@ -447,38 +489,52 @@ async fn post_sessionless(
         .send(InboundFrame::Read(frame))
         .await
         .map_err(|_| stream_error(StreamError::Gone))?;
-    let cancel = super::sessionless::CancelOnDrop::new(sender, session, post.id.clone());
-    match reply {
-        Reply::Sse(events) => {
-            let mut response = sse_response(events, state, None);
-            // Dropped with the body: after the answer, a cancel of a finished request
-            // that the engine ignores.
-            let body = std::mem::take(response.body_mut()).into_data_stream();
-            *response.body_mut() =
-                Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
-                    let _ = &cancel;
-                    chunk
-                }));
-            Ok(response)
-        }
+    let cancel = super::sessionless::CancelOnDrop::new(sender, session.clone(), post.id.clone());
+    let gone = || {
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            Some(post.id.clone()),
+            "the server ended before the request was answered".into(),
+        )
+    };
+    let events = match reply {
+        Reply::Sse(events) => events,
+        Reply::FirstDecides(first) => match decided(&session, &post.id, first).await {
+            Ok(First::Stream(events)) => events,
+            Ok(First::Json(body)) => {
+                cancel.disarm();
+                return Ok(sessionless_json(body));
+            }
+            Err(_) => return Err(gone()),
+        },
         Reply::Json(done) => {
             let answered = done.await;
             if answered.is_ok() {
                 cancel.disarm();
             }
-            let bodies = answered.map_err(|_| {
-                refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    ErrorCode::INTERNAL_ERROR,
-                    Some(post.id.clone()),
-                    "the server ended before the request was answered".into(),
-                )
-            })?;
-            let body = bodies.into_iter().next().unwrap_or_default();
-            let status = super::sessionless::status_of(&body);
-            Ok((status, [(CONTENT_TYPE, "application/json")], body).into_response())
+            let body = answered
+                .map_err(|_| gone())?
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            return Ok(sessionless_json(body));
         }
-    }
+    };
+    let mut response = sse_response(events, state, None);
+    // Dropped with the body: after the answer, a cancel of a finished request that the
+    // engine ignores.
+    let body = std::mem::take(response.body_mut()).into_data_stream();
+    *response.body_mut() = Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
+        let _ = &cancel;
+        chunk
+    }));
+    Ok(response)
+}
+
+/// A 2026-07-28 JSON answer, with the HTTP status its error code calls for.
+fn sessionless_json(body: Bytes) -> Response {
+    json_response(super::sessionless::status_of(&body), body)
 }
 
 /// 405 from a stateless server, for the methods only sessions have.

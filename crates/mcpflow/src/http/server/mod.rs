@@ -10,11 +10,14 @@
 //!   header get 400; an unknown or terminated id gets 404, after which a client starts
 //!   over. `DELETE` ends a session; sessions idle past
 //!   [`session_idle_timeout`](HttpServer::session_idle_timeout) end on their own.
-//! - **Responses.** A POST with requests is answered with an event stream carrying the
-//!   responses and, before them, the progress, logs and server-to-client requests its
-//!   handlers send; or with one JSON body when the client accepts only JSON or
-//!   [`json_response`](HttpServer::json_response) is set. Each event is written as it
-//!   is produced. Notifications and responses alone get 202.
+//! - **Responses.** A POST of one request is answered when its first message is known:
+//!   the response itself goes back as one JSON body (nothing is stored for it);
+//!   anything else first (progress, a log, a server-to-client request), or no message
+//!   within a second, starts an event stream that carries it, what follows and the
+//!   response, each event written as it is produced. A batch is answered with an event
+//!   stream. One JSON body always when the client accepts only JSON or
+//!   [`json_response`](HttpServer::json_response) is set, and an event stream always
+//!   when it accepts only that. Notifications and responses alone get 202.
 //! - **The standalone stream.** `GET` opens the stream for messages not caused by a
 //!   request (`list_changed`, requests of the server's own). Until the client opens
 //!   it, such messages ride the newest open request stream instead of being dropped.
@@ -209,8 +212,9 @@ impl HttpServer {
         self
     }
 
-    /// Answer requests with one JSON body instead of an event stream when the client
-    /// accepts both (default off). Progress and logs of such a request are not sent.
+    /// Answer every request with one JSON body, even one that sends progress, logs or
+    /// requests before its response, when the client accepts both (default off: such a
+    /// request gets an event stream). Progress and logs of such a request are not sent.
     pub fn json_response(mut self, on: bool) -> Self {
         self.config.json_response = on;
         self

@@ -30,6 +30,18 @@ use crate::transport::{
 /// Frames queued from POST handlers to the engine's reader, at most.
 const INBOUND_QUEUE: usize = 64;
 
+/// How the answer to one POST is to travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplyMode {
+    /// An event stream.
+    Sse,
+    /// One JSON body (or array); messages other than responses are not sent.
+    Json,
+    /// One JSON body when the response is the first message for the request, else
+    /// an event stream starting with that message (one request only).
+    FirstDecides,
+}
+
 /// How the answer to one POST travels.
 pub(crate) enum Reply {
     /// An event stream (already primed when resumable).
@@ -37,6 +49,17 @@ pub(crate) enum Reply {
     /// One JSON body (or array) once every response arrived; an error when the
     /// session ended first.
     Json(oneshot::Receiver<Vec<Bytes>>),
+    /// Decided by the first message ([`ReplyMode::FirstDecides`]); an error when the
+    /// session ended first.
+    FirstDecides(oneshot::Receiver<First>),
+}
+
+/// The answer to a POST whose first message decided it.
+pub(crate) enum First {
+    /// The response came first: it is the body.
+    Json(Bytes),
+    /// Something else came first: an event stream, carrying it and what follows.
+    Stream(EventReceiver),
 }
 
 /// Why a stream could not be opened or resumed.
@@ -63,6 +86,8 @@ struct StreamState {
     conn: Option<EventSender>,
     /// JSON mode: the responses so far, and where to send them all.
     json: Option<(Vec<Bytes>, oneshot::Sender<Vec<Bytes>>)>,
+    /// Not decided yet: where to send what the first message decides.
+    first: Option<oneshot::Sender<First>>,
     /// Events get ids and are stored, so the stream can be resumed.
     resumable: bool,
     next_seq: u64,
@@ -83,6 +108,18 @@ pub(crate) struct Routes {
     standalone: Option<u64>,
     next_stream: u64,
     closed: bool,
+}
+
+impl StreamState {
+    /// Carry the stream on `conn`, primed (SEP-1699) when it can be resumed.
+    fn connect(&mut self, n: u64, conn: EventSender, prime: bool, retry: Option<Duration>) {
+        self.resumable = prime;
+        if prime {
+            conn.send(encode_event(Some(&event_id(n, 0)), retry, b""));
+            self.next_seq = 1;
+        }
+        self.conn = Some(conn);
+    }
 }
 
 impl Routes {
@@ -106,28 +143,56 @@ impl Routes {
     fn new_stream(&mut self, conn: Option<EventSender>) -> (u64, &mut StreamState) {
         let n = self.next_stream;
         self.next_stream += 1;
-        let resumable = conn.is_some() && self.can_prime();
         let mut state = StreamState {
             awaiting: 0,
-            conn,
+            conn: None,
             json: None,
-            resumable,
+            first: None,
+            resumable: false,
             next_seq: 0,
             _keep: None,
         };
-        if resumable {
-            if let Some(conn) = &state.conn {
-                conn.send(encode_event(Some(&event_id(n, 0)), self.retry, b""));
-            }
-            state.next_seq = 1;
+        if let Some(conn) = conn {
+            state.connect(n, conn, self.can_prime(), self.retry);
         }
         (n, self.streams.entry(n).or_insert(state))
+    }
+
+    /// An undecided stream's first message is not its answer: it becomes an event
+    /// stream, handed to its POST.
+    fn decide_stream(&mut self, stream: u64) {
+        let (prime, retry) = (self.can_prime(), self.retry);
+        let Some(state) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let Some(first) = state.first.take() else {
+            return;
+        };
+        let (tx, rx) = event_channel(&self.budget);
+        state.connect(stream, tx, prime, retry);
+        if first.send(First::Stream(rx)).is_err() {
+            // The client is gone.
+            state.conn = None;
+        }
     }
 
     /// Put one outbound message on `stream`; `response` marks one of the responses
     /// the stream owes. The message is shared, not copied, by a JSON body and by the
     /// event store; an event stream gets it encoded as an event.
     fn deliver(&mut self, stream: u64, bytes: Bytes, response: bool) {
+        if let Some(state) = self.streams.get_mut(&stream)
+            && state.first.is_some()
+        {
+            if response && state.awaiting == 1 {
+                // Nothing came before the answer: it goes as the body, not an event.
+                if let Some(first) = state.first.take() {
+                    let _ = first.send(First::Json(bytes));
+                }
+                self.answered(stream);
+                return;
+            }
+            self.decide_stream(stream);
+        }
         let key = self.key(stream);
         let store = self.store.clone();
         let Some(state) = self.streams.get_mut(&stream) else {
@@ -164,6 +229,13 @@ impl Routes {
             return;
         };
         state.awaiting = state.awaiting.saturating_sub(1);
+        if state.awaiting == 0 && state.first.is_some() {
+            // Cancelled before anything was sent: an event stream that ends at once.
+            self.decide_stream(stream);
+        }
+        let Some(state) = self.streams.get_mut(&stream) else {
+            return;
+        };
         if state.awaiting == 0
             && let Some(state) = self.streams.remove(&stream)
             && let Some((bodies, done)) = state.json
@@ -185,9 +257,10 @@ impl Routes {
         {
             return Some(n);
         }
+        // An undecided stream becomes an event stream to carry it.
         self.streams
             .iter()
-            .filter(|(_, s)| s.conn.as_ref().is_some_and(|c| !c.is_closed()))
+            .filter(|(_, s)| s.first.is_some() || s.conn.as_ref().is_some_and(|c| !c.is_closed()))
             .map(|(n, _)| *n)
             .max()
     }
@@ -335,7 +408,7 @@ impl HttpSession {
     pub(crate) fn open(
         &self,
         requests: &[RequestId],
-        sse: bool,
+        mode: ReplyMode,
         initialize: Option<&RequestId>,
         keep: Option<mpsc::Sender<InboundFrame>>,
     ) -> Result<Reply, StreamError> {
@@ -352,21 +425,38 @@ impl HttpSession {
         if let Some(id) = initialize {
             routes.init_id = Some(id.clone());
         }
-        let (reply, conn, json) = if sse {
-            let (tx, rx) = event_channel(&routes.budget);
-            (Reply::Sse(rx), Some(tx), None)
-        } else {
-            let (tx, rx) = oneshot::channel();
-            (Reply::Json(rx), None, Some((Vec::new(), tx)))
+        let (reply, conn, json, first) = match mode {
+            ReplyMode::Sse => {
+                let (tx, rx) = event_channel(&routes.budget);
+                (Reply::Sse(rx), Some(tx), None, None)
+            }
+            ReplyMode::Json => {
+                let (tx, rx) = oneshot::channel();
+                (Reply::Json(rx), None, Some((Vec::new(), tx)), None)
+            }
+            ReplyMode::FirstDecides => {
+                let (tx, rx) = oneshot::channel();
+                (Reply::FirstDecides(rx), None, None, Some(tx))
+            }
         };
         let (n, state) = routes.new_stream(conn);
         state.awaiting = requests.len();
         state.json = json;
+        state.first = first;
         state._keep = keep;
         for id in requests {
             routes.by_request.insert(id.clone(), n);
         }
         Ok(reply)
+    }
+
+    /// Make the undecided stream carrying `id` an event stream now (the answer is
+    /// slow in coming: a stream is primed for resumption and kept alive).
+    pub(crate) fn stream_now(&self, id: &RequestId) {
+        let mut routes = lock(&self.routes);
+        if let Some(stream) = routes.by_request.get(id).copied() {
+            routes.decide_stream(stream);
+        }
     }
 
     /// The client cancelled `id`: it will not be answered, so its stream owes one
@@ -509,8 +599,14 @@ impl FrameWriter for SessionWriter {
 
     async fn end_stream(&mut self, request: &RequestId) {
         let mut routes = lock(&self.routes);
-        if let Some(stream) = routes.by_request.get(request).copied()
-            && let Some(state) = routes.streams.get_mut(&stream)
+        let Some(stream) = routes.by_request.get(request).copied() else {
+            return;
+        };
+        // Undecided: an event stream, so that there is one to end and resume.
+        if routes.can_prime() {
+            routes.decide_stream(stream);
+        }
+        if let Some(state) = routes.streams.get_mut(&stream)
             && state.resumable
         {
             state.conn = None;

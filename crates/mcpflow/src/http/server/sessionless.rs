@@ -27,8 +27,6 @@ const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 /// The one request of a 2026-07-28 POST.
 pub(crate) struct SessionlessPost {
     pub(crate) id: RequestId,
-    /// Answer on an event stream (listen, or a request that asked for progress or logs).
-    pub(crate) streams: bool,
 }
 
 /// Whether a POST without a session carries a 2026-07-28 request: its body has the
@@ -161,12 +159,7 @@ pub(crate) fn check(
             }
         }
     }
-    let streams = method_name == method::SUBSCRIPTIONS_LISTEN
-        || meta.is_some_and(|m| m.progress_token.is_some() || m.log_level.is_some());
-    Ok(SessionlessPost {
-        id: id.clone(),
-        streams,
-    })
+    Ok(SessionlessPost { id: id.clone() })
 }
 
 /// One `Mcp-Param-{name}` header against its argument: required when the argument is
