@@ -71,6 +71,11 @@ impl ServerContext {
         self.era.finish(self.server(), self.method, result)
     }
 
+    /// The request's era.
+    pub(crate) fn era(&self) -> &Era {
+        &self.era
+    }
+
     /// The 2025-11-25 task this handler runs as.
     pub(crate) fn running_task(&self) -> Option<&TaskEntry> {
         self.task.as_deref()

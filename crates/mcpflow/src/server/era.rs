@@ -97,6 +97,12 @@ impl Era {
         }
     }
 
+    /// Whether a `tools/call`'s `task` param asks to run it as a task (2025-11-25);
+    /// 2026-07-28 has no such param: the server decides which calls become tasks.
+    pub(crate) fn honours_task_param(&self) -> bool {
+        !self.is_per_request()
+    }
+
     /// Whether the call may still become a task (a per-request `tools/call` of a tool
     /// with task support, from a client that declared the extension).
     pub(crate) fn may_become_task(&self) -> bool {

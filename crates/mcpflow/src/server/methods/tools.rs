@@ -52,9 +52,7 @@ pub(crate) async fn call(cx: ServerContext) -> Result<Reply, ErrorObject> {
         (tool, registry.task_support(name))
     };
     let arguments = arguments.map_or("{}", JsonText::get);
-    // 2026-07-28 has no `task` param (a 2025-11-25 one is ignored): the server decides
-    // which calls become tasks (`server::tasks::per_request`).
-    let support = support.filter(|_| !cx.is_per_request());
+    let support = support.filter(|_| cx.era().honours_task_param());
     match (&task, support) {
         (Some(_), Some(TaskSupport::Forbidden)) => {
             return Err(ErrorObject::new(
