@@ -82,7 +82,7 @@ impl Run {
             "seed {} over {}, round {}: {what}\n\
              problems the raw server saw: {:?}\n\
              answers owed that had not come yet:\n{}\n\
-             replay: MCPFLOW_HOSTILE_SEED={} MCPFLOW_HOSTILE_MESSAGES={} cargo test -p mcpflow --test hostile_server\n\
+             replay: MCPFLOW_HOSTILE_SEED={} MCPFLOW_HOSTILE_MESSAGES={} cargo test -p mcpflow --test engine hostile_server::\n\
              the raw server sent, since the last good round ({} messages):\n{}",
             self.seed,
             self.over,

@@ -12,7 +12,7 @@
 //! serde_json writes is the reference; each scenario also states what that must be.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

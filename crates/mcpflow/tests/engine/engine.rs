@@ -1,7 +1,7 @@
 //! Each engine guarantee of the architecture notes as a named, bounded test.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! never ahead of a frame queued before it.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -7,7 +7,7 @@
 //! resource; it declares logging and no completions.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use common::{AnyTransport, Kind, RawPeer, bounded, pair, target_server};
 use mcpflow::transport::StreamTransport;

@@ -32,15 +32,15 @@
 //! Seeded and replayable: a failure names the seed and the messages the raw server sent
 //! since the last good round, and the runs on one thread send the same messages again
 //! for the same seed. `MCPFLOW_HOSTILE_SEED=7 MCPFLOW_HOSTILE_MESSAGES=50000 cargo test
-//! -p mcpflow --test hostile_server` runs another seed, longer (the count is of mutated
-//! messages, per test).
+//! -p mcpflow --test engine hostile_server::` runs another seed, longer (the count is of
+//! mutated messages, per test).
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
 mod checks;
-#[path = "../common/mod.rs"]
-mod common;
 mod raw_server;
 mod round;
+
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -3,7 +3,7 @@
 //! over a real socket pair, as stdio).
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

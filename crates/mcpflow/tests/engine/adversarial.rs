@@ -2,7 +2,7 @@
 //! mcpflow client and the mcpflow server.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,11 +4,12 @@
 //! seed replays exactly.
 //!
 //! CI runs `MCPFLOW_CHAOS_SEEDS` seeds (default 300). To run thousands:
-//! `MCPFLOW_CHAOS_SEEDS=5000 cargo test --release -p mcpflow --test chaos -- --nocapture`;
-//! to replay one: `MCPFLOW_CHAOS_SEED=1234 cargo test -p mcpflow --test chaos`.
+//! `MCPFLOW_CHAOS_SEEDS=5000 cargo test --release -p mcpflow --test engine chaos:: --
+//! --nocapture`; to replay one: `MCPFLOW_CHAOS_SEED=1234 cargo test -p mcpflow --test
+//! engine chaos::`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use common::{Rng, tool};
 use std::pin::Pin;

@@ -13,10 +13,10 @@
 //! them, so a failure names the seed and the messages sent since the connection last
 //! answered, and replays exactly:
 //! `MCPFLOW_HOSTILE_SEED=7 MCPFLOW_HOSTILE_MESSAGES=100000 cargo test -p mcpflow --test
-//! hostile_messages` runs another seed, longer.
+//! engine hostile_messages::` runs another seed, longer.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -427,17 +427,17 @@ const REQUIREMENTS: &[Requirement] = &[
 const SOURCES: &[(&str, &str)] = &[
     ("seeds", include_str!("seeds.rs")),
     ("engine", include_str!("engine.rs")),
-    ("client", include_str!("client.rs")),
-    ("server", include_str!("server.rs")),
+    ("client", include_str!("../client.rs")),
+    ("server", include_str!("../server.rs")),
     ("transport", include_str!("transport.rs")),
     ("bad_input", include_str!("bad_input.rs")),
     ("adversarial", include_str!("adversarial.rs")),
     ("chaos", include_str!("chaos.rs")),
-    ("http_server", include_str!("http_server.rs")),
-    ("http_client", include_str!("http_client.rs")),
-    ("http_engine", include_str!("http_engine.rs")),
-    ("handshake_era", include_str!("handshake_era.rs")),
-    ("cli", include_str!("../../mcpflow-cli/tests/cli.rs")),
+    ("http_server", include_str!("../http_server.rs")),
+    ("http_client", include_str!("../http_client.rs")),
+    ("http_engine", include_str!("../http_engine.rs")),
+    ("handshake_era", include_str!("../handshake_era.rs")),
+    ("cli", include_str!("../../../mcpflow-cli/tests/cli.rs")),
 ];
 
 #[test]

@@ -5,7 +5,7 @@
 //! requests in every layout a peer writes (`common::layout`).
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
