@@ -428,7 +428,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("seeds", include_str!("seeds.rs")),
     ("engine", include_str!("engine.rs")),
     ("client", include_str!("../client.rs")),
-    ("server", include_str!("../server.rs")),
+    ("server", include_str!("../server/server.rs")),
     ("transport", include_str!("transport.rs")),
     ("bad_input", include_str!("bad_input.rs")),
     ("adversarial", include_str!("adversarial.rs")),

@@ -2,7 +2,7 @@
 //! structured output.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use common::{Kind, bounded, pair};
 use mcpflow::client::{Client, ToolCallError};

@@ -2,7 +2,7 @@
 //! subscriptions, log levels.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,15 +1,15 @@
 //! Each example in `examples/`, driven by a client over memory with bounded waits.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
-#[path = "../examples/agent_loop.rs"]
+#[path = "../../examples/agent_loop.rs"]
 mod agent_loop;
-#[path = "../examples/confirm.rs"]
+#[path = "../../examples/confirm.rs"]
 mod confirm;
-#[path = "../examples/counter.rs"]
+#[path = "../../examples/counter.rs"]
 mod counter;
-#[path = "../examples/file_browser.rs"]
+#[path = "../../examples/file_browser.rs"]
 mod file_browser;
 
 use common::{Kind, bounded, pair};
