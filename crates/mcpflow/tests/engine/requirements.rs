@@ -427,7 +427,7 @@ const REQUIREMENTS: &[Requirement] = &[
 const SOURCES: &[(&str, &str)] = &[
     ("seeds", include_str!("seeds.rs")),
     ("engine", include_str!("engine.rs")),
-    ("client", include_str!("../client.rs")),
+    ("client", include_str!("../client/client.rs")),
     ("server", include_str!("../server/server.rs")),
     ("transport", include_str!("transport.rs")),
     ("bad_input", include_str!("bad_input.rs")),

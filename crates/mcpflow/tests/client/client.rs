@@ -2,7 +2,7 @@
 //! callbacks (elicitation, roots), and the rule that `initialize` is never cancelled.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
