@@ -433,9 +433,9 @@ const SOURCES: &[(&str, &str)] = &[
     ("bad_input", include_str!("bad_input.rs")),
     ("adversarial", include_str!("adversarial.rs")),
     ("chaos", include_str!("chaos.rs")),
-    ("http_server", include_str!("../http_server.rs")),
-    ("http_client", include_str!("../http_client.rs")),
-    ("http_engine", include_str!("../http_engine.rs")),
+    ("http_server", include_str!("../http/http_server.rs")),
+    ("http_client", include_str!("../http/http_client.rs")),
+    ("http_engine", include_str!("../http/http_engine.rs")),
     ("handshake_era", include_str!("../handshake_era.rs")),
     ("cli", include_str!("../../../mcpflow-cli/tests/cli.rs")),
 ];

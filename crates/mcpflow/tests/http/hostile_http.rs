@@ -28,11 +28,11 @@
 //!
 //! A failure names the seed and the message, and replays exactly:
 //! `MCPFLOW_HOSTILE_SEED=7 MCPFLOW_HOSTILE_MESSAGES=10000 cargo test -p mcpflow --test
-//! hostile_http` runs another seed, longer.
+//! http hostile_http::` runs another seed, longer.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

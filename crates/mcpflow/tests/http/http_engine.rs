@@ -4,7 +4,7 @@
 //! `common::WITH_HTTP` in `seeds.rs` and `engine.rs`.) Every wait is bounded.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -6,7 +6,7 @@
 //! bounded.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

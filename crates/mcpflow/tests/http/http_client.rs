@@ -5,9 +5,9 @@
 #![cfg(all(feature = "http-client", feature = "http-server"))]
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 #[allow(dead_code)]
-#[path = "../examples/conformance_client.rs"]
+#[path = "../../examples/conformance_client.rs"]
 mod conformance_example;
 
 use std::convert::Infallible;

@@ -5,7 +5,7 @@
 //! ones. Every wait is bounded.
 #![cfg(feature = "http-server")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! protection and the answer to every malformed request. Every wait is bounded.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
