@@ -5,8 +5,8 @@
 //! a new authorization; without OAuth the entry's health names the refusal.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
-mod common;
-#[path = "common/oauth_as.rs"]
+use crate::common;
+#[path = "../common/oauth_as.rs"]
 mod oauth_as;
 
 use std::sync::Arc;
