@@ -5,9 +5,8 @@
 //! ignored by default and run by `interop/run-matrix.sh`. Every wait is bounded.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
-mod common;
-#[path = "common/oauth_as.rs"]
-mod oauth_as;
+use crate::common;
+use crate::oauth_as;
 
 use std::path::PathBuf;
 use std::process::Stdio;

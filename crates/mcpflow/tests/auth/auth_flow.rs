@@ -5,7 +5,7 @@
 //! authorization-server change, client credentials, and that no token or secret ever
 //! reaches a log line, an error message or `Debug` output.
 
-mod common;
+use crate::common;
 #[path = "auth_flow/server.rs"]
 mod server;
 

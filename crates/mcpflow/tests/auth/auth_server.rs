@@ -5,9 +5,8 @@
 //! a local authorization server (loopback only). Every wait is bounded.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
-mod common;
-#[path = "common/oauth_as.rs"]
-mod oauth_as;
+use crate::common;
+use crate::oauth_as;
 
 use axum::Router;
 use axum::body::Body;

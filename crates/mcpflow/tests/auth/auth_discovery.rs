@@ -3,7 +3,7 @@
 //! root well-known documents, the three forms of an issuer with a path, and the
 //! documents that must stop discovery.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
