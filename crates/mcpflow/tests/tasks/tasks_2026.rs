@@ -1,7 +1,7 @@
 //! The 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`) at the wire: raw
 //! stateless requests over newline-delimited framing and over HTTP without a session.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! refusals the spec asks for; bounds, expiry, cancellation, progress and elicitation
 //! during a task; and tasks seen only by the connection that made them.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
