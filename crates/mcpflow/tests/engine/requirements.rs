@@ -436,7 +436,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("http_server", include_str!("../http/http_server.rs")),
     ("http_client", include_str!("../http/http_client.rs")),
     ("http_engine", include_str!("../http/http_engine.rs")),
-    ("handshake_era", include_str!("../handshake_era.rs")),
+    ("handshake_era", include_str!("../eras/handshake_era.rs")),
     ("cli", include_str!("../../../mcpflow-cli/tests/cli.rs")),
 ];
 

@@ -4,7 +4,7 @@
 //! or do not mean "per-request era", the `Mcp-*` headers and the retry after `-32020`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! `server/discover`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -4,7 +4,7 @@
 //! callbacks' request context, and resource updates announced from outside a handler.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

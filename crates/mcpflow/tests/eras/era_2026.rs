@@ -1,7 +1,7 @@
 //! The 2026-07-28 era beside the handshake era, at the wire: raw stateless requests over
 //! newline-delimited framing and over HTTP without a session.
 
-mod common;
+use crate::common;
 
 use common::{AnyTransport, Kind, RawPeer, bounded, pair, until};
 use std::sync::Arc;

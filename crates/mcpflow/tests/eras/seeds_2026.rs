@@ -4,7 +4,7 @@
 //! arrive on the `subscriptions/listen` stream, server requests as `input_required`.
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
