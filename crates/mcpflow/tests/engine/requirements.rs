@@ -437,7 +437,10 @@ const SOURCES: &[(&str, &str)] = &[
     ("http_client", include_str!("../http/http_client.rs")),
     ("http_engine", include_str!("../http/http_engine.rs")),
     ("handshake_era", include_str!("../eras/handshake_era.rs")),
-    ("cli", include_str!("../../../mcpflow-cli/tests/cli.rs")),
+    (
+        "cli",
+        include_str!("../../../mcpflow-cli/tests/commands/cli.rs"),
+    ),
 ];
 
 #[test]

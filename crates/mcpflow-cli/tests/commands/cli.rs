@@ -6,7 +6,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::thread;
 
-mod common;
+use crate::common;
 
 use common::{BIN, HttpServe, LIMIT, mcpflow, wait_bounded};
 

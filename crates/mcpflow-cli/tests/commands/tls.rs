@@ -2,7 +2,7 @@
 //! https with the platform's roots (here a test CA named by `SSL_CERT_FILE`), and a
 //! certificate it cannot trust fails with a one-line error, not a hang.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{BIN, RawHttp, mcpflow, scripted_server, with_server};
 

@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-#[path = "../../mcpflow/tests/common/oauth_as.rs"]
+use crate::common;
+#[path = "../../../mcpflow/tests/common/oauth_as.rs"]
 mod oauth_as;
 #[path = "auth/server.rs"]
 mod server;

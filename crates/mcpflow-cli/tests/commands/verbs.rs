@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{BIN, HttpServe, RawHttp, mcpflow, mcpflow_with};
 
