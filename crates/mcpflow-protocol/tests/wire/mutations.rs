@@ -9,9 +9,9 @@
 
 // The generator and the layouts of mcpflow's integration tests, so both crates' tests
 // write the same layouts.
-#[path = "../../mcpflow/tests/common/layout.rs"]
+#[path = "../../../mcpflow/tests/common/layout.rs"]
 mod layout;
-#[path = "../../mcpflow/tests/common/rng.rs"]
+#[path = "../../../mcpflow/tests/common/rng.rs"]
 mod rng;
 
 use layout::{Layout, whole_numbers};
