@@ -3,11 +3,16 @@
 //! transports built so far (stdio, memory, streamable HTTP), each cited by the tests
 //! that prove it.
 //!
-//! `every_requirement_is_cited_by_a_test_that_exists` fails when a requirement has no
-//! test or cites one that does not exist. Engine scenarios run over memory capacity 0,
-//! 1 and large and over newline framing on a socket pair (as stdio); the seed and
-//! re-entrancy scenarios also run under randomized schedules (`chaos.rs`).
-//! Streamable HTTP requirements (S-http-*) are proven at the wire with a raw HTTP peer
+//! A citation is a test's name as `cargo test` prints it in its binary, `file::test_fn`:
+//! the module is the test file's name (`seeds::…` is in `tests/engine/seeds.rs`, run with
+//! `cargo test -p mcpflow --test engine seeds::`), and `SOURCES` says which binary holds
+//! each file. `every_requirement_is_cited_by_a_test_that_exists` fails when a requirement
+//! has no test, or cites a file its binary does not declare or a function there that is
+//! not a test; `a_citation_that_names_no_test_is_reported` shows each of these failing.
+//!
+//! Engine scenarios run over memory capacity 0, 1 and large and over newline framing on
+//! a socket pair (as stdio); the seed and re-entrancy scenarios also run under
+//! randomized schedules (`chaos.rs`). Streamable HTTP requirements (S-http-*) are proven at the wire with a raw HTTP peer
 //! (`http_server.rs`). Authorization and tasks requirements join when those land.
 
 /// One requirement and the tests (`file::test_fn`) that prove it.
@@ -423,49 +428,118 @@ const REQUIREMENTS: &[Requirement] = &[
     },
 ];
 
-/// The test files a citation may name, read at compile time.
-const SOURCES: &[(&str, &str)] = &[
-    ("seeds", include_str!("seeds.rs")),
-    ("engine", include_str!("engine.rs")),
-    ("client", include_str!("../client/client.rs")),
-    ("server", include_str!("../server/server.rs")),
-    ("transport", include_str!("transport.rs")),
-    ("bad_input", include_str!("bad_input.rs")),
-    ("adversarial", include_str!("adversarial.rs")),
-    ("chaos", include_str!("chaos.rs")),
-    ("http_server", include_str!("../http/http_server.rs")),
-    ("http_client", include_str!("../http/http_client.rs")),
-    ("http_engine", include_str!("../http/http_engine.rs")),
-    ("handshake_era", include_str!("../eras/handshake_era.rs")),
-    (
-        "cli",
-        include_str!("../../../mcpflow-cli/tests/commands/cli.rs"),
-    ),
+/// A test file a citation may name: its module, the binary it belongs to, the source of
+/// the file that declares the module, and its own source, read at compile time.
+struct Source {
+    module: &'static str,
+    binary: &'static str,
+    parent: &'static str,
+    text: &'static str,
+}
+
+/// `tests/<binary>/<module>.rs` of this crate, declared in the binary's `main.rs`.
+macro_rules! source {
+    ($binary:literal, $module:literal) => {
+        Source {
+            module: $module,
+            binary: $binary,
+            parent: include_str!(concat!("../", $binary, "/main.rs")),
+            text: include_str!(concat!("../", $binary, "/", $module, ".rs")),
+        }
+    };
+}
+
+const SOURCES: &[Source] = &[
+    source!("engine", "seeds"),
+    source!("engine", "engine"),
+    source!("engine", "transport"),
+    source!("engine", "bad_input"),
+    source!("engine", "adversarial"),
+    source!("engine", "chaos"),
+    source!("client", "client"),
+    source!("server", "server"),
+    source!("http", "http_server"),
+    source!("http", "http_client"),
+    source!("http", "http_engine"),
+    source!("eras", "handshake_era"),
+    Source {
+        module: "cli",
+        binary: "commands (mcpflow-cli)",
+        parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
+        text: include_str!("../../../mcpflow-cli/tests/commands/cli.rs"),
+    },
 ];
 
-#[test]
-fn every_requirement_is_cited_by_a_test_that_exists() {
+/// What is wrong with `citation` (`module::test_fn`, or `module::inner::test_fn` for a test
+/// in an inline module), if anything: a file that is not in `sources`, a file its binary
+/// does not declare, or a function that is not a test in that file.
+fn check(citation: &str, sources: &[Source]) -> Result<(), String> {
+    let Some((path, name)) = citation.rsplit_once("::") else {
+        return Err(format!("malformed citation {citation}"));
+    };
+    let mut module = path;
+    let source = loop {
+        if let Some(source) = sources.iter().find(|s| s.module == module) {
+            break source;
+        }
+        let Some((outer, _)) = module.rsplit_once("::") else {
+            return Err(format!("cites {citation}, but no test file is `{path}`"));
+        };
+        module = outer;
+    };
+    let leaf = source.module.rsplit("::").next().unwrap_or(source.module);
+    let declaration = format!("mod {leaf};");
+    if !source.parent.lines().any(|l| l.trim() == declaration) {
+        return Err(format!(
+            "cites {citation}, but the {} binary does not declare `{declaration}`",
+            source.binary
+        ));
+    }
+    if !defines_test(source.text, name) {
+        return Err(format!("cites {citation}, which is not a test"));
+    }
+    Ok(())
+}
+
+/// Whether `text` has `fn name(` under a `#[test]` or `#[tokio::test]` attribute (other
+/// attributes and doc comments may come between).
+fn defines_test(text: &str, name: &str) -> bool {
+    let definition = format!("fn {name}(");
+    text.match_indices(&definition).any(|(at, _)| {
+        // The lines above the definition's own (which may start with `async `).
+        let above = &text[..text[..at].rfind('\n').unwrap_or(0)];
+        above
+            .lines()
+            .rev()
+            .map(str::trim)
+            .take_while(|l| l.starts_with("#[") || l.starts_with("//"))
+            .any(|l| l.starts_with("#[") && (l.contains("test]") || l.contains("test(")))
+    })
+}
+
+/// Every problem of `requirements` against `sources`.
+fn problems(requirements: &[Requirement], sources: &[Source]) -> Vec<String> {
     let mut problems = Vec::new();
-    for r in REQUIREMENTS {
+    for r in requirements {
         if r.tests.is_empty() {
             problems.push(format!("{} ({}) has no test", r.id, r.text));
         }
         for citation in r.tests {
-            let Some((file, name)) = citation.split_once("::") else {
-                problems.push(format!("{}: malformed citation {citation}", r.id));
-                continue;
-            };
-            let found = SOURCES
-                .iter()
-                .find(|(f, _)| *f == file)
-                .is_some_and(|(_, source)| source.contains(&format!("fn {name}(")));
-            if !found {
-                problems.push(format!("{}: cites {citation}, which does not exist", r.id));
+            if let Err(problem) = check(citation, sources) {
+                problems.push(format!("{}: {problem}", r.id));
             }
         }
     }
+    problems
+}
+
+#[test]
+fn every_requirement_is_cited_by_a_test_that_exists() {
+    let modules: std::collections::HashSet<_> = SOURCES.iter().map(|s| s.module).collect();
+    assert_eq!(modules.len(), SOURCES.len(), "test file modules are unique");
     let ids: std::collections::HashSet<_> = REQUIREMENTS.iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), REQUIREMENTS.len(), "requirement ids are unique");
+    let problems = problems(REQUIREMENTS, SOURCES);
     let engine = REQUIREMENTS
         .iter()
         .filter(|r| r.id.starts_with('G'))
@@ -480,4 +554,59 @@ fn every_requirement_is_cited_by_a_test_that_exists() {
         "uncovered requirements:\n{}",
         problems.join("\n")
     );
+}
+
+/// The check above can fail: each way a citation can be wrong is reported, and a right one
+/// is not.
+#[test]
+fn a_citation_that_names_no_test_is_reported() {
+    let file = "//! A test file.\n\n#[tokio::test(start_paused = true)]\nasync fn proven() {}\n\n\
+                /// A helper.\nfn helper() {}\n\n#[cfg(unix)]\n#[test]\nfn also_proven() {}\n";
+    let sources = [
+        Source {
+            module: "listed",
+            binary: "engine",
+            parent: "mod listed;\nmod other;\n",
+            text: file,
+        },
+        Source {
+            module: "orphan",
+            binary: "engine",
+            parent: "mod listed;\n",
+            text: file,
+        },
+    ];
+    let cited = [
+        Requirement {
+            id: "R1",
+            text: "cited right",
+            tests: &["listed::proven", "listed::also_proven"],
+        },
+        Requirement {
+            id: "R2",
+            text: "cited wrong",
+            tests: &[
+                "listed::missing",
+                "listed::helper",
+                "orphan::proven",
+                "unlisted::proven",
+                "proven",
+            ],
+        },
+        Requirement {
+            id: "R3",
+            text: "not cited",
+            tests: &[],
+        },
+    ];
+    let problems = problems(&cited, &sources);
+    let expected = [
+        "R2: cites listed::missing, which is not a test",
+        "R2: cites listed::helper, which is not a test",
+        "R2: cites orphan::proven, but the engine binary does not declare `mod orphan;`",
+        "R2: cites unlisted::proven, but no test file is `unlisted`",
+        "R2: malformed citation proven",
+        "R3 (not cited) has no test",
+    ];
+    assert_eq!(problems, expected);
 }
