@@ -1,7 +1,9 @@
-//! The requirement manifest: every engine guarantee of the architecture notes and every
-//! MUST of the legacy-era specification (2024-11-05 … 2025-11-25) that applies to the
-//! transports built so far (stdio, memory, streamable HTTP), each cited by the tests
-//! that prove it.
+//! The requirement manifest: every engine guarantee of the architecture notes, every
+//! MUST of the handshake-era specification (2024-11-05 … 2025-11-25) that applies to the
+//! transports built so far (stdio, memory, streamable HTTP), and the MUSTs of the
+//! 2026-07-28 per-request era, of tasks (2025-11-25 and the 2026-07-28 extension) and of
+//! authorization that tests prove, each cited by the tests that prove it. MUSTs of those
+//! three parts that no test proves yet are not listed.
 //!
 //! A citation is a test's name as `cargo test` prints it in its binary, `file::test_fn`:
 //! the module is the test file's name (`seeds::…` is in `tests/engine/seeds.rs`, run with
@@ -13,7 +15,10 @@
 //! Engine scenarios run over memory capacity 0, 1 and large and over newline framing on
 //! a socket pair (as stdio); the seed and re-entrancy scenarios also run under
 //! randomized schedules (`chaos.rs`). Streamable HTTP requirements (S-http-*) are proven at the wire with a raw HTTP peer
-//! (`http_server.rs`). Authorization and tasks requirements join when those land.
+//! (`http_server.rs`). The per-request era (S-era-*) is proven at the wire with a raw
+//! peer over newline framing and HTTP (`era_2026.rs`, `tasks_2026.rs`) and against
+//! scripted servers (`client_2026.rs`); authorization (S-auth-*) against local
+//! authorization servers, the JWT verifier under the `jwt` feature.
 
 /// One requirement and the tests (`file::test_fn`) that prove it.
 struct Requirement {
@@ -426,6 +431,369 @@ const REQUIREMENTS: &[Requirement] = &[
             "engine::ten_thousand_progress_notifications_delivered_in_order_before_the_result",
         ],
     },
+    // The 2026-07-28 per-request era (shared/notes/spec.md Part A).
+    Requirement {
+        id: "S-era-discover",
+        text: "a server implements server/discover: its supported versions, its capabilities and serverInfo in _meta",
+        tests: &[
+            "era_2026::discover_answers_versions_capabilities_and_cache_hints",
+            "era_2026::http_serves_per_request_posts_without_a_session_and_checks_headers",
+        ],
+    },
+    Requirement {
+        id: "S-era-envelope",
+        text: "a request without protocolVersion or clientCapabilities in its _meta is refused with -32602 (over HTTP with 400)",
+        tests: &[
+            "era_2026::the_envelope_is_read_per_request_and_refused_when_wrong",
+            "era_2026::http_serves_per_request_posts_without_a_session_and_checks_headers",
+        ],
+    },
+    Requirement {
+        id: "S-era-version",
+        text: "an unsupported protocolVersion is refused with -32022, naming the supported and the requested versions",
+        tests: &["era_2026::the_envelope_is_read_per_request_and_refused_when_wrong"],
+    },
+    Requirement {
+        id: "S-era-stateless",
+        text: "a server takes version, client and capabilities from each request's envelope, never from earlier requests on the connection, an initialize on it included",
+        tests: &[
+            "era_2026::the_envelope_is_read_per_request_and_refused_when_wrong",
+            "era_2026::a_handshake_client_on_the_same_stream_still_gets_requests",
+        ],
+    },
+    Requirement {
+        id: "S-era-missing-capability",
+        text: "when a request needs a client capability its envelope does not declare, the server answers -32021 with data.requiredCapabilities (over HTTP with 400) instead of asking for it",
+        tests: &[
+            "era_2026::the_envelope_is_read_per_request_and_refused_when_wrong",
+            "era_2026::http_serves_per_request_posts_without_a_session_and_checks_headers",
+        ],
+    },
+    Requirement {
+        id: "S-era-unknown-method",
+        text: "an unknown method, or one the era removed (initialize, logging/setLevel, resources/subscribe), is -32601; over HTTP with 404",
+        tests: &[
+            "era_2026::the_envelope_is_read_per_request_and_refused_when_wrong",
+            "era_2026::http_serves_per_request_posts_without_a_session_and_checks_headers",
+        ],
+    },
+    Requirement {
+        id: "S-era-result-type",
+        text: "every result carries resultType; a client reads a result without one as complete",
+        tests: &[
+            "era_2026::results_carry_result_type_and_cache_hints",
+            "era_2026::discover_answers_versions_capabilities_and_cache_hints",
+            "client_2026::a_discover_result_means_per_request_and_every_request_carries_the_envelope",
+        ],
+    },
+    Requirement {
+        id: "S-era-cache-hints",
+        text: "server/discover, tools/list and resources/read results carry ttlMs and cacheScope; input_required and tools/call results carry none",
+        tests: &[
+            "era_2026::discover_answers_versions_capabilities_and_cache_hints",
+            "era_2026::results_carry_result_type_and_cache_hints",
+            "era_2026::one_elicitation_is_one_round",
+        ],
+    },
+    Requirement {
+        id: "S-era-input-required",
+        text: "an input_required result names its input requests under keys unique in the request, with a requestState; the retry carrying the answers and the state completes the call",
+        tests: &[
+            "era_2026::one_elicitation_is_one_round",
+            "era_2026::joined_elicitations_are_asked_in_one_round",
+            "era_2026::sequential_elicitations_take_two_rounds_and_the_state_carries_the_first",
+        ],
+    },
+    Requirement {
+        id: "S-era-request-state",
+        text: "requestState is attacker-controlled: a state altered, or minted for another request, is refused",
+        tests: &["era_2026::tampered_or_foreign_state_is_refused_and_missing_answers_asked_again"],
+    },
+    Requirement {
+        id: "S-era-client-input",
+        text: "the client fulfils every input request before it retries, echoes requestState exactly (none when none was given) and retries with a new id",
+        tests: &["client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds"],
+    },
+    Requirement {
+        id: "S-era-client-envelope",
+        text: "the client puts protocolVersion, clientCapabilities and clientInfo in every request's _meta, and sends no initialize",
+        tests: &[
+            "client_2026::a_discover_result_means_per_request_and_every_request_carries_the_envelope",
+            "client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds",
+            "client_2026::list_changes_arrive_on_a_listen_stream",
+        ],
+    },
+    Requirement {
+        id: "S-era-detection",
+        text: "a probing client takes a discover result or a per-request error (-32022: a version from supported) as the per-request era and does not fall back; any other answer, or none, means initialize, the fallback keyed to no single code; over HTTP a 400 with an empty body means the handshake",
+        tests: &[
+            "client_2026::a_discover_result_means_per_request_and_every_request_carries_the_envelope",
+            "client_2026::an_unsupported_version_error_means_per_request_with_a_version_from_supported",
+            "client_2026::method_not_found_means_the_handshake",
+            "client_2026::no_answer_to_the_probe_means_the_handshake",
+            "client_2026::http::a_400_with_a_per_request_error_means_per_request_and_requests_carry_the_headers",
+            "client_2026::http::a_400_with_an_empty_body_means_the_handshake",
+        ],
+    },
+    Requirement {
+        id: "S-era-log-level",
+        text: "a server sends notifications/message for a request only when its _meta carries a logLevel, only at or above it, and before the answer",
+        tests: &[
+            "era_2026::log_messages_need_a_log_level",
+            "client_2026_gaps::set_logging_level_sets_the_per_request_log_level",
+        ],
+    },
+    Requirement {
+        id: "S-era-listen",
+        text: "a subscriptions/listen stream starts with its acknowledgement, which lists the part of the filter honoured; each notification on it carries the subscriptionId; resource updates go only to the URIs subscribed",
+        tests: &[
+            "era_2026::listen_acknowledges_then_streams_tagged_changes_until_closed",
+            "era_2026::http_listen_is_an_event_stream_fed_from_outside",
+            "client_2026_gaps::a_per_request_subscription_receives_only_its_resource_updates",
+        ],
+    },
+    Requirement {
+        id: "S-era-cancel",
+        text: "a request the client gives up on (its timeout) is cancelled at the server on every transport; a listen stream is ended with notifications/cancelled naming it; over HTTP a response stream the client closes is a cancellation",
+        tests: &[
+            "seeds_2026::timeout_reaches_the_handler_in_memory",
+            "seeds_2026::timeout_reaches_the_handler_over_stdio_framing_and_http",
+            "era_2026::http_a_sessionless_call_abandoned_by_its_client_ends",
+            "client_2026::list_changes_arrive_on_a_listen_stream",
+        ],
+    },
+    Requirement {
+        id: "S-era-http-headers",
+        text: "over HTTP the server checks MCP-Protocol-Version, Mcp-Method and Mcp-Name (the taskId on tasks/*) against the body, decoding base64 values first; a missing or disagreeing header is 400 with -32020",
+        tests: &[
+            "era_2026::http_serves_per_request_posts_without_a_session_and_checks_headers",
+            "tasks_2026::over_http_a_task_outlives_its_post_and_mcp_name_carries_the_task_id",
+        ],
+    },
+    Requirement {
+        id: "S-era-http-client-headers",
+        text: "the HTTP client sends MCP-Protocol-Version, Mcp-Method, Mcp-Name and an Mcp-Param-* header for each x-mcp-header argument present (base64 where not plain ASCII), and drops a tool whose x-mcp-header is invalid",
+        tests: &[
+            "client_2026::http::a_400_with_a_per_request_error_means_per_request_and_requests_carry_the_headers",
+        ],
+    },
+    Requirement {
+        id: "G-era-seeds",
+        text: "the seed scenarios hold in the per-request era over every transport: progress before the response, a list change reloaded during a call, a timeout reaching the handler, input rounds while other calls run",
+        tests: &[
+            "seeds_2026::progress_before_response_on_every_transport",
+            "seeds_2026::list_change_reloaded_during_a_long_call_on_every_transport",
+            "seeds_2026::timeout_reaches_the_handler_in_memory",
+            "seeds_2026::timeout_reaches_the_handler_over_stdio_framing_and_http",
+            "seeds_2026::elicitation_while_other_calls_run_on_every_transport",
+        ],
+    },
+    // Tasks: 2025-11-25, experimental (spec.md B.7).
+    Requirement {
+        id: "S-task-support",
+        text: "a tool's taskSupport is enforced: a required one called without a task, or a forbidden one called as a task, is -32601",
+        tests: &["tasks::task_support_is_enforced_and_unknown_tasks_refused"],
+    },
+    Requirement {
+        id: "S-task-no-capability",
+        text: "a receiver without the tasks capability processes a task-augmented request normally, ignoring task",
+        tests: &[
+            "tasks::a_server_without_task_tools_ignores_the_task_param_and_has_no_task_methods",
+        ],
+    },
+    Requirement {
+        id: "S-task-fields",
+        text: "a task has a receiver-generated id, createdAt and lastUpdatedAt in ISO 8601, and its ttl",
+        tests: &["tasks::a_task_runs_in_the_background_and_is_polled_listed_and_awaited"],
+    },
+    Requirement {
+        id: "S-task-status",
+        text: "a task starts working and ends completed, failed (an isError result included) or cancelled; a terminal status never changes",
+        tests: &[
+            "tasks::a_task_runs_in_the_background_and_is_polled_listed_and_awaited",
+            "tasks::task_support_is_enforced_and_unknown_tasks_refused",
+            "tasks::cancelling_a_task_trips_its_handler_and_it_stays_cancelled",
+        ],
+    },
+    Requirement {
+        id: "S-task-result",
+        text: "tasks/result waits until the task is terminal, then returns what the request would have returned, with the related-task _meta",
+        tests: &[
+            "tasks::a_task_runs_in_the_background_and_is_polled_listed_and_awaited",
+            "tasks::task_support_is_enforced_and_unknown_tasks_refused",
+        ],
+    },
+    Requirement {
+        id: "S-task-cancel",
+        text: "tasks/cancel moves the task to cancelled before it answers; cancelling a terminal task is -32602",
+        tests: &[
+            "tasks::cancelling_a_task_trips_its_handler_and_it_stays_cancelled",
+            "tasks::a_task_runs_in_the_background_and_is_polled_listed_and_awaited",
+        ],
+    },
+    Requirement {
+        id: "S-task-errors",
+        text: "an unknown or expired taskId, and an invalid tasks/list cursor, are -32602",
+        tests: &[
+            "tasks::task_support_is_enforced_and_unknown_tasks_refused",
+            "tasks::tasks_are_bounded_and_expire_with_their_results",
+        ],
+    },
+    Requirement {
+        id: "S-task-list",
+        text: "every task tasks/get can retrieve is listed for its requestor, page by page, and for no one else",
+        tests: &[
+            "tasks::a_task_runs_in_the_background_and_is_polled_listed_and_awaited",
+            "tasks::tasks_list_pages",
+            "tasks::a_connection_sees_only_its_own_tasks",
+        ],
+    },
+    Requirement {
+        id: "S-task-isolation",
+        text: "a task is bound to the connection that created it: another connection's tasks/get, tasks/result and tasks/cancel are refused",
+        tests: &["tasks::a_connection_sees_only_its_own_tasks"],
+    },
+    Requirement {
+        id: "S-task-related",
+        text: "messages related to a task (its result, an elicitation it makes) carry io.modelcontextprotocol/related-task",
+        tests: &[
+            "tasks::a_task_runs_in_the_background_and_is_polled_listed_and_awaited",
+            "tasks::a_task_elicits_through_tasks_result",
+        ],
+    },
+    // Tasks: the 2026-07-28 extension io.modelcontextprotocol/tasks (spec.md A.9).
+    Requirement {
+        id: "S-task-ext-negotiation",
+        text: "a task is returned only to a request that declares the extension; without it a task-only tool, tasks/* and a listen for taskIds are -32021 naming the extension, and an optional tool runs directly; discover advertises the extension",
+        tests: &["tasks_2026::negotiation_is_per_request_and_discover_advertises_the_extension"],
+    },
+    Requirement {
+        id: "S-task-ext-create",
+        text: "a CreateTaskResult has resultType task and comes only once tasks/get resolves the task, which outlives the request (over HTTP, its POST)",
+        tests: &[
+            "tasks_2026::a_task_is_created_stored_first_and_ends_completed_or_failed",
+            "tasks_2026::over_http_a_task_outlives_its_post_and_mcp_name_carries_the_task_id",
+        ],
+    },
+    Requirement {
+        id: "S-task-ext-outcome",
+        text: "a completed task carries its result, an isError one included; failed is only for a JSON-RPC error, which it carries",
+        tests: &[
+            "tasks_2026::a_task_is_created_stored_first_and_ends_completed_or_failed",
+            "tasks_2026::the_client_starts_and_awaits_tasks_and_takes_an_immediate_result",
+        ],
+    },
+    Requirement {
+        id: "S-task-ext-input",
+        text: "a task that needs input is input_required with its input requests on tasks/get, answered by tasks/update (unknown keys ignored); input needed before the task exists is a round of the call",
+        tests: &[
+            "tasks_2026::input_parks_the_task_and_tasks_update_resumes_it_key_by_key",
+            "tasks_2026::input_before_the_task_is_a_round_of_the_call",
+            "tasks_2026::the_client_answers_a_tasks_input_requests_with_its_callbacks",
+        ],
+    },
+    Requirement {
+        id: "S-task-ext-methods",
+        text: "the extension's methods are tasks/get, tasks/update and tasks/cancel, the last two acknowledged with an empty result; tasks/result and tasks/list are gone",
+        tests: &[
+            "tasks_2026::negotiation_is_per_request_and_discover_advertises_the_extension",
+            "tasks_2026::cancel_acks_empty_and_is_idempotent",
+            "tasks_2026::input_parks_the_task_and_tasks_update_resumes_it_key_by_key",
+            "tasks_2026::the_client_cancels_a_task_and_cancels_it_past_the_deadline",
+        ],
+    },
+    // Authorization (spec.md A.11 and B.10): the protected resource, then the client.
+    Requirement {
+        id: "S-auth-prm",
+        text: "a protected server serves its RFC 9728 metadata, naming its authorization servers, at the path-suffixed and the root well-known URIs, and names it in the 401's WWW-Authenticate resource_metadata",
+        tests: &[
+            "auth_server::metadata_is_served_at_the_root_and_the_path_suffixed_well_known_paths",
+            "auth_server::a_missing_token_is_challenged_with_the_metadata_url_and_scope",
+        ],
+    },
+    Requirement {
+        id: "S-auth-tokens",
+        text: "the server validates access tokens, audience included: a missing, unknown, inactive, expired, foreign-issuer or foreign-audience token gets 401",
+        tests: &[
+            "auth_server::a_missing_token_is_challenged_with_the_metadata_url_and_scope",
+            "auth_server::unknown_expired_and_foreign_audience_tokens_get_invalid_token",
+            "auth_server::introspection_accepts_only_active_tokens_issued_for_this_resource",
+            "auth_server::jwt::jwt_tokens_are_checked_for_signature_expiry_issuer_and_audience",
+        ],
+    },
+    Requirement {
+        id: "S-auth-session",
+        text: "a session is not authentication: each request is verified, and another principal's requests on a session are refused",
+        tests: &["auth_server::a_session_is_bound_to_the_principal_that_created_it"],
+    },
+    Requirement {
+        id: "S-auth-step-up",
+        text: "insufficient scope is a 403 challenge naming every scope the operation needs; the client treats challenged scopes as authoritative, asks for the union with what it had, and stops after a bounded number of attempts",
+        tests: &[
+            "auth_server::scopes_are_required_per_tool_and_per_method_with_a_step_up_challenge",
+            "auth_flow::step_up_asks_for_the_union_and_stops_at_the_limit",
+            "auth_flow::a_configured_scope_replaces_the_challenges_and_step_up_adds_to_it",
+        ],
+    },
+    Requirement {
+        id: "S-auth-prm-discovery",
+        text: "the client takes the protected resource metadata from the challenge's resource_metadata when given, else the path-suffixed then the root well-known URI; a document for another resource stops discovery",
+        tests: &[
+            "auth_discovery::the_challenge_url_is_the_only_candidate",
+            "auth_discovery::the_path_suffixed_document_comes_first",
+            "auth_discovery::the_root_document_after_a_failed_fetch",
+            "auth_discovery::a_resource_mismatch_stops_discovery",
+        ],
+    },
+    Requirement {
+        id: "S-auth-as-discovery",
+        text: "the client finds authorization server metadata by RFC 8414 and OIDC Discovery in the spec's order, and refuses a document whose issuer is not the one it asked",
+        tests: &[
+            "auth_discovery::each_form_of_an_issuer_with_a_path",
+            "auth_discovery::an_issuer_mismatch_stops_discovery",
+        ],
+    },
+    Requirement {
+        id: "S-auth-pkce",
+        text: "the client uses PKCE with S256, and refuses to proceed when the metadata does not advertise S256",
+        tests: &[
+            "auth_discovery::an_authorization_server_without_s256_stops_discovery",
+            "auth_flow::refuses_without_s256_and_on_resource_mismatch",
+            "auth_flow::public_client_registers_and_uses_pkce_resource_and_state",
+        ],
+    },
+    Requirement {
+        id: "S-auth-resource",
+        text: "the client sends the resource parameter (RFC 8707) in the authorization request and in every token request",
+        tests: &[
+            "auth_flow::public_client_registers_and_uses_pkce_resource_and_state",
+            "auth_flow::refreshes_instead_of_authorizing_again",
+            "auth_flow::client_credentials_grant",
+        ],
+    },
+    Requirement {
+        id: "S-auth-iss",
+        text: "RFC 9207: the client compares iss when present, refuses its absence when advertised, and uses no code from a refused response",
+        tests: &["auth_flow::iss_is_checked_before_the_code_is_used"],
+    },
+    Requirement {
+        id: "S-auth-issuer-binding",
+        text: "client credentials are kept per authorization server: when the server's authorization server changes, the client registers again",
+        tests: &["auth_flow::a_new_authorization_server_means_a_new_registration"],
+    },
+    Requirement {
+        id: "S-auth-bearer",
+        text: "the client sends its access token in an Authorization: Bearer header, the session's DELETE included",
+        tests: &["auth_flow::public_client_registers_and_uses_pkce_resource_and_state"],
+    },
+    Requirement {
+        id: "S-auth-confidential",
+        text: "tokens and secrets stay confidential: none reaches a log line, an error message or Debug output, and a refused token is never echoed",
+        tests: &[
+            "auth_flow::tokens_and_secrets_never_reach_logs_errors_or_debug",
+            "auth_server::unknown_expired_and_foreign_audience_tokens_get_invalid_token",
+        ],
+    },
 ];
 
 /// A test file a citation may name: its module, the binary it belongs to, the source of
@@ -462,6 +830,21 @@ const SOURCES: &[Source] = &[
     source!("http", "http_client"),
     source!("http", "http_engine"),
     source!("eras", "handshake_era"),
+    source!("eras", "era_2026"),
+    source!("eras", "client_2026"),
+    source!("eras", "client_2026_gaps"),
+    source!("eras", "seeds_2026"),
+    source!("tasks", "tasks"),
+    source!("tasks", "tasks_2026"),
+    source!("auth", "auth_discovery"),
+    source!("auth", "auth_flow"),
+    source!("auth", "auth_server"),
+    Source {
+        module: "auth_server::jwt",
+        binary: "auth",
+        parent: include_str!("../auth/auth_server.rs"),
+        text: include_str!("../auth/auth_server/jwt.rs"),
+    },
     Source {
         module: "cli",
         binary: "commands (mcpflow-cli)",
