@@ -427,12 +427,13 @@ for t in stdio http; do
 done
 
 # --- OAuth: the peers' authorization flows against a protected mcpflow server ------------
-# crates/mcpflow/tests/auth_peers.rs starts a local authorization server and the protected
-# server, then runs interop/peers/oauth_client.{py,mjs}; each test prints the peer's JSON line.
+# crates/mcpflow/tests/auth/auth_peers.rs starts a local authorization server and the
+# protected server, then runs interop/peers/oauth_client.{py,mjs}; each test prints the
+# peer's JSON line.
 for cell in python typescript; do
     f="$logs/oauth.$cell"
-    if MCPFLOW_PEERS="$peers" timeout 300 cargo test -q -p mcpflow --test auth_peers -j2 -- \
-        --ignored --nocapture "${cell}_sdk_oauth" >"$f.out" 2>"$f.err"; then
+    if MCPFLOW_PEERS="$peers" timeout 300 cargo test -q -p mcpflow --test auth -j2 -- \
+        --ignored --nocapture "auth_peers::${cell}_sdk_oauth" >"$f.out" 2>"$f.err"; then
         report "mcpflow(http, OAuth) <- $cell" "PASS $(grep -m1 "^$cell: " "$f.out" | cut -c1-200)"
     else
         report "mcpflow(http, OAuth) <- $cell" "FAIL see $f.out and $f.err: $(grep -m1 -E 'panicked|error' "$f.out" "$f.err" | cut -c1-300)"

@@ -19,8 +19,8 @@ cargo clippy --workspace --all-targets -j2 -- -D warnings
 step "cargo test -j2 (default members: all but mcpflow-bench)"
 cargo test -j2
 
-step "cargo test -p mcpflow --features jwt,oauth-jwt --test auth_server -j2 (the JWT verifier and DPoP, off by default)"
-cargo test -p mcpflow --features jwt,oauth-jwt --test auth_server -j2
+step "cargo test -p mcpflow --features jwt,oauth-jwt --test auth -j2 (the JWT verifier, DPoP and private_key_jwt, off by default)"
+cargo test -p mcpflow --features jwt,oauth-jwt --test auth -j2
 
 step "cargo test -p mcpflow-bench --bins -j2 (the harness's own tests: its request layouts)"
 cargo test -p mcpflow-bench --bins -j2

@@ -5,8 +5,8 @@
 //!
 //! `serde_json::Value` keeps members sorted, and its `preserve_order` feature would
 //! reach the library's own maps (features are unified across a build), so the order is
-//! chosen here, as the writer goes. Shared with `mcpflow-protocol/tests/mutations.rs`
-//! by path.
+//! chosen here, as the writer goes. Shared with
+//! `mcpflow-protocol/tests/wire/mutations.rs` by path.
 
 use std::fmt;
 

@@ -1,5 +1,6 @@
 //! A small seeded generator, so a failing seed replays exactly. Shared with
-//! `mcpflow-protocol/tests/mutations.rs` by path: one generator for both crates' tests.
+//! `mcpflow-protocol/tests/wire/mutations.rs` by path: one generator for both crates'
+//! tests.
 
 /// xorshift64*: small, seedable, good enough to shuffle schedules and pick mutations.
 #[derive(Clone, Debug)]

@@ -1,0 +1,271 @@
+//! Transports: the child process's shutdown order and exit reporting, the in-memory
+//! rendezvous.
+#![allow(clippy::unwrap_used)] // panics are how tests fail
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::bounded;
+use mcpflow::client::{Client, ConnectError, Era};
+use mcpflow::transport::{
+    ChildProcess, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport,
+    Transport,
+};
+use mcpflow::{CloseReason, SessionError, TransportError};
+
+const INIT_REPLY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"0"}}}"#;
+
+fn alive(pid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A server that ignores stdin closing and `SIGTERM` is killed by the last step of the
+/// shutdown sequence, and `close` stays bounded.
+#[tokio::test]
+async fn close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm() {
+    let script = format!(
+        "trap '' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; while :; do sleep 1; done"
+    );
+    let (client, pid) = connect_script(script, Some(Duration::from_millis(200)), None).await;
+    assert!(alive(pid));
+    bounded("close escalates and ends", client.close()).await;
+    assert!(!alive(pid), "the server process must be gone after close");
+}
+
+fn group_alive(pgid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", "--", &format!("-{pgid}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A client of the `sh` script `script`, which answers the first line as `initialize`
+/// (so the client does not probe with `server/discover`); the child's close grace and
+/// the session's, when given.
+async fn connect_script(
+    script: String,
+    child_grace: Option<Duration>,
+    session_grace: Option<Duration>,
+) -> (Client, u32) {
+    let mut child = ChildProcess::builder("sh").arg("-c").arg(script);
+    if let Some(grace) = child_grace {
+        child = child.close_grace(grace);
+    }
+    let child = child.spawn().expect("spawn sh");
+    let pid = child.pid().expect("pid");
+    let mut client = Client::builder("t", "1").era(Era::Handshake);
+    if let Some(grace) = session_grace {
+        let config = mcpflow::SessionConfig::builder().close_grace(grace).build();
+        client = client.session_config(config);
+    }
+    let client = bounded("connect", client.connect(child))
+        .await
+        .expect("connect");
+    (client, pid)
+}
+
+/// A child grace of 300 ms per step, a session grace of 20 ms.
+async fn connect_with_short_grace(script: String) -> (Client, u32) {
+    let child = Some(Duration::from_millis(300));
+    connect_script(script, child, Some(Duration::from_millis(20))).await
+}
+
+/// The session waits for the child's whole shutdown sequence, however short its own
+/// close grace: a server that ignores its stdin closing gets `SIGTERM` and the time to
+/// act on it, not an early `SIGKILL`.
+#[tokio::test]
+async fn close_waits_for_the_child_shutdown_sequence_however_short_the_session_grace() {
+    let marker = std::env::temp_dir().join(format!("mcpflow-sigterm-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = format!(
+        "trap 'echo term > {}; exit 0' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; while :; do sleep 0.05; done",
+        marker.display()
+    );
+    let (client, pid) = connect_with_short_grace(script).await;
+    bounded("close", client.close()).await;
+    assert!(
+        marker.exists(),
+        "the server got SIGTERM and ran its handler before close returned"
+    );
+    assert!(!alive(pid));
+    let _ = std::fs::remove_file(&marker);
+}
+
+/// A server that ignores stdin closing and `SIGTERM`, and the processes it started, are
+/// killed with its process group: none of them outlives `close`.
+#[tokio::test]
+async fn close_kills_the_whole_group_of_a_stubborn_server() {
+    let script = format!(
+        "trap '' TERM; read -r line; printf '%s\\n' '{INIT_REPLY}'; sleep 60 & while :; do sleep 1; done"
+    );
+    let (client, pid) = connect_with_short_grace(script).await;
+    assert!(group_alive(pid));
+    bounded("close", client.close()).await;
+    assert!(!alive(pid), "the server was reaped");
+    // Its children, killed with the group, are reaped by init in a moment.
+    common::until("no process of the server's group is left", || {
+        !group_alive(pid)
+    })
+    .await;
+}
+
+/// A server that exits when its stdin closes is reaped at the first step.
+#[tokio::test]
+async fn close_ends_a_well_behaved_server_by_closing_stdin() {
+    let script = format!("read -r line; printf '%s\\n' '{INIT_REPLY}'; cat > /dev/null");
+    let (client, pid) = connect_script(script, None, None).await;
+    bounded("close", client.close()).await;
+    assert!(!alive(pid));
+}
+
+/// A server that exits before answering `initialize` fails the handshake with its exit
+/// status and stderr.
+#[tokio::test]
+async fn a_server_exiting_during_the_handshake_names_its_status_and_stderr() {
+    let child = ChildProcess::builder("sh")
+        .arg("-c")
+        .arg("read -r line; echo 'config file missing: /etc/x.toml' >&2; exit 3")
+        .spawn()
+        .expect("spawn sh");
+    let err = bounded("connect fails", Client::builder("t", "1").connect(child))
+        .await
+        .expect_err("server exits");
+    let ConnectError::Initialize(SessionError::Closed {
+        reason:
+            CloseReason::Transport(TransportError::ProcessExited {
+                status,
+                stderr_tail,
+            }),
+        ..
+    }) = &err
+    else {
+        panic!("unexpected: {err}");
+    };
+    assert!(status.contains("exit status: 3"), "{status}");
+    assert!(stderr_tail.contains("config file missing"), "{stderr_tail}");
+}
+
+/// A program that does not exist is a spawn error naming the command.
+#[tokio::test]
+async fn spawning_a_missing_program_names_it() {
+    let err = ChildProcess::builder("/nonexistent/mcp-server")
+        .spawn()
+        .expect_err("missing");
+    assert!(err.to_string().contains("/nonexistent/mcp-server"), "{err}");
+}
+
+/// Capacity 0 is a rendezvous: a send completes only once the other side took it.
+#[tokio::test]
+async fn memory_capacity_zero_is_a_rendezvous() {
+    let (a, b) = MemoryTransport::pair(0);
+    let (_ar, mut aw) = a.split();
+    let (mut br, _bw) = b.split();
+    let meta = FrameMeta {
+        kind: FrameKind::Notification,
+        related: None,
+    };
+    let mut send = Box::pin(aw.write_frame(mcpflow::transport::Frame::new(&b"{}"[..]), &meta));
+    assert!(
+        futures_poll_once(&mut send).await.is_none(),
+        "the send waits for the receiver"
+    );
+    let frame = bounded("receive", br.read_frame()).await.unwrap();
+    assert!(matches!(frame, Some(InboundFrame::Message(m)) if m == b"{}"[..]));
+    bounded("the send completes", send).await.unwrap();
+}
+
+async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut *f).poll(cx) {
+            std::task::Poll::Ready(v) => Some(v),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+/// Results of several MiB (written after their response's head, and handed out by the
+/// line reader as its own buffer) arrive byte for byte over every transport, escapes
+/// and multi-byte characters included, or with nothing to escape (the client's two ways
+/// of decoding a large text in the buffer it read it into; `mcpflow-protocol`'s
+/// `in_place.rs` checks that the buffer is kept). The connection keeps serving afterwards.
+#[tokio::test]
+async fn large_results_arrive_intact_over_every_transport() {
+    use mcpflow::protocol::{CallToolResult, Tool};
+    use mcpflow::server::Server;
+
+    let text: String = "line \"one\"\\\n€ tab\t"
+        .chars()
+        .cycle()
+        .take(3 * 1024 * 1024)
+        .collect();
+    let sent = text.clone();
+    // About 1 MiB that JSON carries as it is, multi-byte characters included.
+    let plain_text = "plain text, é 日本 🎉 ".repeat(40 * 1024);
+    let plain_sent = plain_text.clone();
+    let server = Server::builder("large", "1")
+        .tool(
+            Tool::new("large", "a large text", Tool::empty_input_schema()),
+            move |_args, _cx| {
+                let text = sent.clone();
+                async move { Ok(CallToolResult::text(text)) }
+            },
+        )
+        .tool(
+            Tool::new(
+                "plain",
+                "a large text with nothing to escape",
+                Tool::empty_input_schema(),
+            ),
+            move |_args, _cx| {
+                let text = plain_sent.clone();
+                async move { Ok(CallToolResult::text(text)) }
+            },
+        )
+        .tool(
+            Tool::new("small", "a small text", Tool::empty_input_schema()),
+            |_args, _cx| async { Ok(CallToolResult::text("small")) },
+        )
+        .build();
+    for kind in common::WITH_HTTP {
+        let (client, _server) = common::connect(kind, &server, Client::builder("t", "1")).await;
+        for round in 0..2 {
+            let what = format!("a large result over {kind:?}, round {round}");
+            let result = bounded(&what, client.call_tool("large", serde_json::json!({})))
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                result.content[0].as_text() == Some(text.as_str()),
+                "{what}: text differs"
+            );
+            let plain_what =
+                format!("a large result with nothing escaped over {kind:?}, round {round}");
+            let plain = bounded(
+                &plain_what,
+                client.call_tool("plain", serde_json::json!({})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{plain_what}: {e}"));
+            assert!(
+                plain.content[0].as_text() == Some(plain_text.as_str()),
+                "{what}: text with nothing escaped differs"
+            );
+            let small = bounded(
+                "a small result after it",
+                client.call_tool("small", serde_json::json!({})),
+            )
+            .await
+            .unwrap();
+            assert_eq!(small.content[0].as_text(), Some("small"), "over {kind:?}");
+        }
+        bounded("close", client.close()).await;
+    }
+}
