@@ -15,8 +15,11 @@ use mcpflow_protocol::{
     LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion, Root,
 };
 
+use super::adapter::EraAdapter;
 use super::era::{self, Era, Probe};
+use super::headers::ToolHeaders;
 use super::output::OutputValidators;
+use super::per_request;
 use super::service::ClientService;
 use super::{Caches, Client, ClientContext, ClientHandle, ClientShared};
 use crate::config::SessionConfig;
@@ -99,9 +102,6 @@ pub struct ClientBuilder {
 
 /// Default wait for the `server/discover` probe before falling back to `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(5);
-/// Longest `connect` waits for the listen stream's acknowledgement (a server that never
-/// sends one only delays the connection this much).
-const LISTEN_ACK_WAIT: Duration = Duration::from_secs(2);
 /// Default most `input_required` rounds of one request.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -350,15 +350,14 @@ impl ClientBuilder {
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
         let capabilities = self.capabilities();
         let server_key = transport.server_key();
+        let tool_headers = Arc::new(ToolHeaders::default());
         let shared = Arc::new(ClientShared {
             handlers: self.handlers.clone(),
             server: OnceLock::new(),
-            discovered: OnceLock::new(),
-            listen: std::sync::Mutex::new(None),
-            listen_state: super::listen::Listen::default(),
-            identity: OnceLock::new(),
+            era: OnceLock::new(),
             max_input_rounds: self.max_input_rounds,
             caches: OnceLock::new(),
+            tool_headers: tool_headers.clone(),
             output_validators: OutputValidators::default(),
         });
         let service = Arc::new(ClientService {
@@ -369,15 +368,27 @@ impl ClientBuilder {
             peer: session.peer().clone(),
             shared,
         };
-        let _ = handle.shared.caches.set(Caches::new(&handle.peer));
+        let _ = handle
+            .shared
+            .caches
+            .set(Caches::new(&handle.peer, &tool_headers));
         // A server this process found to speak only the handshake era is not probed
-        // again (Era::PerRequest always probes: it must fail when the server is not per_request).
-        let skip_probe = self.era == Era::Auto && era::known_handshake_only(server_key.as_deref());
-        if self.era != Era::Handshake && !skip_probe {
+        // again (Era::PerRequest always probes: it must fail when the server is not
+        // per-request).
+        let probes = match self.era {
+            Era::Handshake => false,
+            Era::Auto => !era::known_handshake_only(server_key.as_deref()),
+            Era::PerRequest => true,
+        };
+        if probes {
+            let identity = era::Identity {
+                version: era::PER_REQUEST_VERSIONS[0].clone(),
+                capabilities: per_request_capabilities(&capabilities),
+                info: self.info.clone(),
+            };
             let probe = era::probe(
                 &handle.peer,
-                &per_request_capabilities(&capabilities),
-                &self.info,
+                &identity,
                 self.log_level,
                 self.discover_timeout,
             )
@@ -389,31 +400,17 @@ impl ClientBuilder {
                 } => {
                     era::remember(server_key.as_deref(), false);
                     let identity = era::Identity {
-                        version: version.clone(),
-                        capabilities: per_request_capabilities(&capabilities),
-                        info: self.info.clone(),
+                        version,
+                        ..identity
                     };
-                    handle
-                        .peer
-                        .set_request_meta(Some(identity.envelope(self.log_level)));
-                    let _ = handle.shared.identity.set(identity);
-                    let _ = handle
-                        .shared
-                        .server
-                        .set(era::as_initialize(version, &discovered));
-                    let server_capabilities = discovered.capabilities.clone();
-                    let _ = handle.shared.discovered.set(*discovered);
-                    let listen = super::listen::start(
+                    per_request::speak(
                         &handle,
-                        &server_capabilities,
-                        self.discover_timeout.min(LISTEN_ACK_WAIT),
+                        identity,
+                        *discovered,
+                        self.log_level,
+                        self.discover_timeout,
                     )
                     .await;
-                    *handle
-                        .shared
-                        .listen
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listen);
                     return Ok(Client { handle, session });
                 }
                 Probe::Failed(e) if e.is_closed() || era::refused_authorization(&e) => {
@@ -470,6 +467,7 @@ impl ClientBuilder {
             .peer
             .set_accept_batches(init.protocol_version.supports_batches());
         let _ = handle.shared.server.set(init);
+        let _ = handle.shared.era.set(EraAdapter::Handshake);
         if let Err(e) = handle
             .peer
             .notify_raw(method::INITIALIZED, Some(&EmptyParams::default()))
