@@ -16,7 +16,7 @@ use mcpflow_protocol::{
 };
 
 use super::adapter::EraAdapter;
-use super::era::{self, Era, Probe};
+use super::era::{self, Era, EraMemory, Probe};
 use super::headers::ToolHeaders;
 use super::output::OutputValidators;
 use super::per_request;
@@ -95,6 +95,7 @@ pub struct ClientBuilder {
     config: SessionConfig,
     handlers: Handlers,
     era: Era,
+    era_memory: EraMemory,
     discover_timeout: Duration,
     max_input_rounds: usize,
     log_level: Option<LoggingLevel>,
@@ -136,6 +137,7 @@ impl ClientBuilder {
             config: SessionConfig::default(),
             handlers: Handlers::default(),
             era: Era::Handshake,
+            era_memory: EraMemory::new(),
             discover_timeout: DISCOVER_TIMEOUT,
             max_input_rounds: MAX_INPUT_ROUNDS,
             log_level: None,
@@ -147,6 +149,14 @@ impl ClientBuilder {
     /// `initialize` handshake).
     pub fn era(mut self, era: Era) -> Self {
         self.era = era;
+        self
+    }
+
+    /// What connections learnt of the server's era, shared with other builders that
+    /// connect to the same server (default: a memory of this builder's own, so every
+    /// connection in [`Era::Auto`] probes). See [`EraMemory`].
+    pub fn era_memory(mut self, memory: EraMemory) -> Self {
+        self.era_memory = memory;
         self
     }
 
@@ -339,17 +349,17 @@ impl ClientBuilder {
     }
 
     /// Start the engine on `transport` and find the server's era: unless pinned to the
-    /// handshake, probe with `server/discover` ([`Era`]); a 2026-07-28 server is then
-    /// spoken to per request, every request carrying the per-request `_meta`. Otherwise
-    /// run the handshake: `initialize` (never cancelled, bounded by the request
-    /// timeout), then `notifications/initialized`.
+    /// handshake, or the [`EraMemory`] knows the server speaks only the handshake, probe
+    /// with `server/discover` ([`Era`]); a 2026-07-28 server is then spoken to per
+    /// request, every request carrying the per-request `_meta`. Otherwise run the
+    /// handshake: `initialize` (never cancelled, bounded by the request timeout), then
+    /// `notifications/initialized`.
     ///
     /// # Errors
     /// [`ConnectError`] when `initialize` fails, the server picks a version this
     /// client does not speak, or (with [`Era::PerRequest`]) it does not speak 2026-07-28.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
         let capabilities = self.capabilities();
-        let server_key = transport.server_key();
         let tool_headers = Arc::new(ToolHeaders::default());
         let shared = Arc::new(ClientShared {
             handlers: self.handlers.clone(),
@@ -372,12 +382,10 @@ impl ClientBuilder {
             .shared
             .caches
             .set(Caches::new(&handle.peer, &tool_headers));
-        // A server this process found to speak only the handshake era is not probed
-        // again (Era::PerRequest always probes: it must fail when the server is not
-        // per-request).
+        // Era::PerRequest always probes: it must fail when the server is not per-request.
         let probes = match self.era {
             Era::Handshake => false,
-            Era::Auto => !era::known_handshake_only(server_key.as_deref()),
+            Era::Auto => !self.era_memory.knows_handshake_only(),
             Era::PerRequest => true,
         };
         if probes {
@@ -398,7 +406,7 @@ impl ClientBuilder {
                     version,
                     discovered,
                 } => {
-                    era::remember(server_key.as_deref(), false);
+                    self.era_memory.remember_handshake_only(false);
                     let identity = era::Identity {
                         version,
                         ..identity
@@ -430,7 +438,7 @@ impl ClientBuilder {
                 }
                 Probe::Handshake(why) => {
                     tracing::debug!("the server speaks the handshake era ({why})");
-                    era::remember(server_key.as_deref(), true);
+                    self.era_memory.remember_handshake_only(true);
                 }
             }
         }
@@ -447,7 +455,7 @@ impl ClientBuilder {
             Ok(init) => init,
             Err(e) => {
                 // The assumption failed: probe again next time.
-                era::remember(server_key.as_deref(), false);
+                self.era_memory.remember_handshake_only(false);
                 session.close().await;
                 return Err(e.into());
             }

@@ -2,9 +2,10 @@
 //! `server/discover` carrying the per-request `_meta`; a `DiscoverResult` or a
 //! recognised 2026-07-28 error (`-32022` with `supported`) means 2026-07-28, any other
 //! error or a timeout means the `initialize` handshake. [`classify`] reads an answer,
-//! [`probe`] sends.
+//! [`probe`] sends; what a connection found can be kept for the next ([`EraMemory`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcpflow_protocol::discover::DiscoverResult;
@@ -55,39 +56,60 @@ pub enum Era {
     PerRequest,
 }
 
-/// Servers (by [`Transport::server_key`](crate::transport::Transport::server_key)) found
-/// to speak only the handshake era in this process: later connections skip the probe.
-static HANDSHAKE_ONLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// What connections learnt of one server's era, for the next connection to it: a server
+/// found to speak only the handshake era is not probed again ([`Era::Auto`]), as
+/// 2026-07-28 recommends (cache the era per server process or HTTP origin, and probe
+/// again when the assumption fails). Give the same memory to every builder that connects
+/// to that server ([`ClientBuilder::era_memory`](super::ClientBuilder::era_memory));
+/// clones share it. Without one, every connection in [`Era::Auto`] probes.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcpflow::client::{Client, Era, EraMemory};
+/// use mcpflow::server::Server;
+/// use mcpflow::transport::MemoryTransport;
+///
+/// // A server that speaks only the handshake era.
+/// let server = Server::builder("old", "1.0.0").per_request_era(false).build();
+/// let memory = EraMemory::new();
+/// let connect = |transport| {
+///     Client::builder("my-agent", "0.1.0")
+///         .era(Era::Auto)
+///         .era_memory(memory.clone())
+///         .connect(transport)
+/// };
+/// let (client_side, server_side) = MemoryTransport::pair(0);
+/// let _running = server.serve(server_side);
+/// let first = connect(client_side).await?; // probed, then ran `initialize`
+/// assert!(memory.knows_handshake_only());
+/// first.close().await;
+///
+/// let (client_side, server_side) = MemoryTransport::pair(0);
+/// let _running = server.serve(server_side);
+/// let second = connect(client_side).await?; // `initialize` at once
+/// assert!(!second.is_per_request());
+/// second.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EraMemory(Arc<AtomicBool>);
 
-/// Most servers remembered in [`HANDSHAKE_ONLY`].
-const REMEMBERED: usize = 256;
+impl EraMemory {
+    /// A memory that knows nothing yet.
+    pub fn new() -> EraMemory {
+        EraMemory::default()
+    }
 
-/// Whether the server at `key` was found to speak only the handshake era.
-pub(crate) fn known_handshake_only(key: Option<&str>) -> bool {
-    key.is_some_and(|key| {
-        HANDSHAKE_ONLY
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .any(|k| k == key)
-    })
-}
+    /// Whether a connection found the server to speak only the handshake era, and no
+    /// `initialize` failed since.
+    pub fn knows_handshake_only(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 
-/// Remember that the server at `key` speaks only the handshake era (or forget it, when
-/// it turned out to speak 2026-07-28).
-pub(crate) fn remember(key: Option<&str>, handshake_only: bool) {
-    let Some(key) = key else {
-        return;
-    };
-    let mut known = HANDSHAKE_ONLY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    known.retain(|k| k != key);
-    if handshake_only {
-        if known.len() >= REMEMBERED {
-            known.remove(0);
-        }
-        known.push(key.to_owned());
+    /// Remember that the server speaks only the handshake era, or forget it.
+    pub(crate) fn remember_handshake_only(&self, handshake_only: bool) {
+        self.0.store(handshake_only, Ordering::Relaxed);
     }
 }
 

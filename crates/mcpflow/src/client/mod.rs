@@ -36,7 +36,7 @@
 //! `subscriptions/listen` stream and lists are cached for their `ttlMs`), any other
 //! server gets the handshake. [`Era::PerRequest`] speaks only 2026-07-28. The era is
 //! chosen once, at `connect`; the calls below ask it how to go on the wire
-//! (`adapter.rs`).
+//! (`adapter.rs`), and an [`EraMemory`] keeps what was found for the next connection.
 
 mod adapter;
 mod builder;
@@ -59,9 +59,9 @@ pub use builder::{
     NotificationHandler, RootsHandler, SamplingHandler,
 };
 pub use context::ClientContext;
-pub use era::Era;
 #[cfg(feature = "http-client")]
 pub(crate) use era::is_per_request_error as era_error;
+pub use era::{Era, EraMemory};
 pub use tasks::{TaskStart, TaskWaitError};
 
 use std::fmt;

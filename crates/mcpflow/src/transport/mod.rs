@@ -441,11 +441,4 @@ pub trait Transport: Send + 'static {
     type Writer: FrameWriter;
     /// Split into the halves the session's reader and writer own.
     fn split(self) -> (Self::Reader, Self::Writer);
-
-    /// The server this transport reaches when other connections may reach the same one
-    /// (an HTTP origin), so that what a client learnt of it (its protocol era) is
-    /// reused. `None` (the default): every connection is a server of its own.
-    fn server_key(&self) -> Option<String> {
-        None
-    }
 }

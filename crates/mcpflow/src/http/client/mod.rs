@@ -361,16 +361,6 @@ impl Transport for HttpClientTransport {
     type Reader = HttpClientReader;
     type Writer = HttpClientWriter;
 
-    /// The origin (`scheme://host:port`) and path of the MCP endpoint.
-    fn server_key(&self) -> Option<String> {
-        let url = &self.config.url;
-        Some(format!(
-            "{}{}",
-            url.origin().ascii_serialization(),
-            url.path()
-        ))
-    }
-
     fn split(self) -> (HttpClientReader, HttpClientWriter) {
         let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);
         let conn = Arc::new(Connection::new(self.config, self.http, tx));
