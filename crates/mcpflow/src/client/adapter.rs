@@ -12,13 +12,13 @@ use mcpflow_protocol::resources::SubscribeRequestParams;
 use mcpflow_protocol::tasks::{ListTasksResult, Task, TaskIdParams};
 use mcpflow_protocol::tasks2026::DetailedTask;
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, EmptyParams, GetPromptRequestParams, GetPromptResult,
-    LoggingLevel, MirroredParams, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResult, EmptyParams, LoggingLevel, MirroredParams,
+    PaginatedRequestParams, RequestMethod, SetLevelRequestParams,
 };
 use serde_json::value::RawValue;
 
 use super::ClientHandle;
+use super::mrtr::Resumable;
 use super::per_request::PerRequest;
 use super::tasks::{self, TaskStart};
 use crate::error::SessionError;
@@ -70,6 +70,7 @@ impl EraAdapter {
         }
     }
 
+    /// `tools/call`; in the per-request era with its `input_required` rounds.
     pub(super) async fn call_tool(
         &self,
         handle: &ClientHandle,
@@ -82,33 +83,20 @@ impl EraAdapter {
         }
     }
 
-    pub(super) async fn read_resource(
+    /// A request the server may answer `input_required` (`resources/read`,
+    /// `prompts/get`): in the per-request era, with its rounds.
+    pub(super) async fn resumable<M>(
         &self,
         handle: &ClientHandle,
-        params: &ReadResourceRequestParams,
-    ) -> Result<ReadResourceResult, SessionError> {
+        params: &M::Params,
+    ) -> Result<M::Result, SessionError>
+    where
+        M: RequestMethod,
+        M::Params: Resumable,
+    {
         match self {
-            EraAdapter::Handshake => {
-                handle
-                    .request::<methods::ReadResource>(params, RequestOptions::new())
-                    .await
-            }
-            EraAdapter::PerRequest(era) => era.read_resource(handle, params).await,
-        }
-    }
-
-    pub(super) async fn get_prompt(
-        &self,
-        handle: &ClientHandle,
-        params: &GetPromptRequestParams,
-    ) -> Result<GetPromptResult, SessionError> {
-        match self {
-            EraAdapter::Handshake => {
-                handle
-                    .request::<methods::GetPrompt>(params, RequestOptions::new())
-                    .await
-            }
-            EraAdapter::PerRequest(era) => era.get_prompt(handle, params).await,
+            EraAdapter::Handshake => handle.request::<M>(params, RequestOptions::new()).await,
+            EraAdapter::PerRequest(era) => era.resumable::<M>(handle, params).await,
         }
     }
 

@@ -449,7 +449,7 @@ impl ClientHandle {
     /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
         self.era()
-            .read_resource(self, &ReadResourceRequestParams::new(uri))
+            .resumable::<methods::ReadResource>(self, &ReadResourceRequestParams::new(uri))
             .await
     }
 
@@ -489,7 +489,9 @@ impl ClientHandle {
         &self,
         params: &GetPromptRequestParams,
     ) -> Result<GetPromptResult, SessionError> {
-        self.era().get_prompt(self, params).await
+        self.era()
+            .resumable::<methods::GetPrompt>(self, params)
+            .await
     }
 
     /// `completion/complete`.

@@ -12,9 +12,8 @@ use std::time::Duration;
 use mcpflow_protocol::discover::DiscoverResult;
 use mcpflow_protocol::methods::{self, RequestMethod, method};
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, EmptyParams, ErrorCode, GetPromptRequestParams,
-    GetPromptResult, LoggingLevel, MirroredParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult,
+    CallToolRequestParams, CallToolResult, EmptyParams, ErrorCode, LoggingLevel, MirroredParams,
+    ProtocolVersion,
 };
 use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
@@ -23,6 +22,7 @@ use super::adapter::EraAdapter;
 use super::era::{self, Identity};
 use super::headers::encode_text;
 use super::listen::{self, Listen};
+use super::mrtr::Resumable;
 use super::{ClientHandle, mrtr};
 use crate::error::SessionError;
 use crate::session::RequestOptions;
@@ -161,25 +161,18 @@ impl PerRequest {
         }
     }
 
-    /// `resources/read` with its `input_required` rounds.
-    pub(super) async fn read_resource(
+    /// A request of `M` with its `input_required` rounds.
+    pub(super) async fn resumable<M>(
         &self,
         handle: &ClientHandle,
-        params: &ReadResourceRequestParams,
-    ) -> Result<ReadResourceResult, SessionError> {
-        let options =
-            self.mirror_of::<methods::ReadResource>(handle, params, RequestOptions::new());
-        mrtr::request_with_input(handle, method::RESOURCES_READ, params, options).await
-    }
-
-    /// `prompts/get` with its `input_required` rounds.
-    pub(super) async fn get_prompt(
-        &self,
-        handle: &ClientHandle,
-        params: &GetPromptRequestParams,
-    ) -> Result<GetPromptResult, SessionError> {
-        let options = self.mirror_of::<methods::GetPrompt>(handle, params, RequestOptions::new());
-        mrtr::request_with_input(handle, method::PROMPTS_GET, params, options).await
+        params: &M::Params,
+    ) -> Result<M::Result, SessionError>
+    where
+        M: RequestMethod,
+        M::Params: Resumable,
+    {
+        let options = self.mirror_of::<M>(handle, params, RequestOptions::new());
+        mrtr::request_with_input(handle, M::METHOD, params, options).await
     }
 
     /// `uri` joins the listen stream's `resourceSubscriptions`; returns once the server

@@ -24,9 +24,10 @@
 //! - **2026-07-28.** A request the client sent in the per-request era is sent without a
 //!   session, with `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
 //!   `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments, as the client gave
-//!   them with the frame ([`FrameMeta`](crate::transport::FrameMeta): the frame is never
-//!   read back). A JSON-RPC error in a 4xx body is its answer; an empty or unreadable body fails it, which makes the client's probe fall
-//!   back to `initialize`. Cancelling it closes its stream.
+//!   them with the frame ([`FrameMeta`]: the frame is never read back). A JSON-RPC
+//!   error in a 4xx body is its answer; an empty or unreadable body fails it, which
+//!   makes the client's probe fall back to `initialize`. Cancelling it closes its
+//!   stream.
 //! - **Legacy servers.** When the first POST (`initialize`) is answered 400, 404 or 405
 //!   without a 2026-07-28 error in its body, the transport opens the URL as an HTTP+SSE
 //!   event stream, waits for its `endpoint` event and POSTs every message there; answers
