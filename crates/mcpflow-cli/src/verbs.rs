@@ -4,10 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use mcpflow::RequestOptions;
 use mcpflow::client::Client;
+use mcpflow::protocol::methods;
 use mcpflow::protocol::resources::{Resource, ResourceTemplate};
-use mcpflow::protocol::{Prompt, Tool};
+use mcpflow::protocol::{
+    GetPromptRequestParams, MirroredParams, Prompt, ReadResourceRequestParams, RequestMethod, Tool,
+};
 use serde_json::{Map, Value, json};
 
 use crate::args::ServerArgs;
@@ -19,6 +24,32 @@ use crate::signals::Interrupt;
 
 /// Most pages followed before giving up on a server that never stops returning cursors.
 const MAX_PAGES: usize = 1000;
+
+/// `resources/read`, its result kept as the server sent it, to print.
+struct ReadResource;
+
+impl RequestMethod for ReadResource {
+    const METHOD: &'static str = methods::ReadResource::METHOD;
+    type Params = ReadResourceRequestParams;
+    type Result = Value;
+
+    fn mirrored(params: &Self::Params) -> MirroredParams<'_> {
+        methods::ReadResource::mirrored(params)
+    }
+}
+
+/// `prompts/get`, its result kept as the server sent it, to print.
+struct GetPrompt;
+
+impl RequestMethod for GetPrompt {
+    const METHOD: &'static str = methods::GetPrompt::METHOD;
+    type Params = GetPromptRequestParams;
+    type Result = Value;
+
+    fn mirrored(params: &Self::Params) -> MirroredParams<'_> {
+        methods::GetPrompt::mirrored(params)
+    }
+}
 
 /// What `list` lists.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -194,10 +225,10 @@ pub async fn read(
     let json_out = server.json;
     let timeout = server.timeout;
     with_connection("read", server, interrupt, |conn| async move {
-        let answer: Result<Value, _> = conn
+        let params = ReadResourceRequestParams::new(uri);
+        let answer = conn
             .client
-            .peer()
-            .request("resources/read", &json!({ "uri": uri }), options(timeout))
+            .request::<ReadResource>(&params, options(timeout))
             .await;
         let result = match answer {
             Err(e) => Err(conn.failure(&e)),
@@ -236,11 +267,11 @@ pub async fn prompt(
     server: &ServerArgs,
     interrupt: &Interrupt,
 ) -> u8 {
-    let mut arguments = Map::new();
+    let mut arguments = BTreeMap::new();
     for pair in &pairs {
         match pair.split_once('=') {
             Some((k, v)) if !k.is_empty() => {
-                arguments.insert(k.to_owned(), Value::String(v.to_owned()));
+                arguments.insert(k.to_owned(), v.to_owned());
             }
             _ => {
                 return Failure::usage(format!("prompt arguments are key=value, not `{pair}`"))
@@ -251,11 +282,11 @@ pub async fn prompt(
     let json_out = server.json;
     let timeout = server.timeout;
     with_connection("prompt", server, interrupt, |conn| async move {
-        let params = json!({ "name": name, "arguments": arguments });
-        let answer: Result<Value, _> = conn
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        let answer = conn
             .client
-            .peer()
-            .request("prompts/get", &params, options(timeout))
+            .request::<GetPrompt>(&params, options(timeout))
             .await;
         let result = answer.map_err(|e| conn.failure(&e)).map(|result| {
             if json_out {

@@ -84,7 +84,7 @@ pub use initialize::{InitializeRequestParams, InitializeResult};
 pub use logging::{LoggingLevel, LoggingMessageNotificationParams, SetLevelRequestParams};
 pub use meta::{JsonObject, Meta, ProgressToken};
 pub use meta2026::{CacheScope, RequestMeta, ResultMeta, ResultType};
-pub use methods::{NotificationMethod, RequestMethod};
+pub use methods::{MirroredParams, NotificationMethod, RequestMethod};
 pub use mrtr::{
     InputRequest, InputRequests, InputRequiredResult, InputResponse, InputResponses,
     MaybeInputRequired,

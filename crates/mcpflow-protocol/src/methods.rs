@@ -45,6 +45,34 @@ pub trait RequestMethod {
     type Params: Serialize + DeserializeOwned + Send + 'static;
     /// The result type.
     type Result: Serialize + DeserializeOwned + Send + 'static;
+
+    /// What the request mirrors of its params into the headers of 2026-07-28's HTTP
+    /// transport. Nothing, unless the method names something (`tools/call`,
+    /// `prompts/get`, `resources/read` and the tasks extension's methods do).
+    ///
+    /// ```
+    /// use mcpflow_protocol::methods::{CallTool, ListTools, RequestMethod};
+    /// use mcpflow_protocol::{CallToolRequestParams, PaginatedRequestParams};
+    ///
+    /// let call = CallToolRequestParams::new("weather");
+    /// assert_eq!(CallTool::mirrored(&call).name, Some("weather"));
+    /// assert_eq!(ListTools::mirrored(&PaginatedRequestParams::default()).name, None);
+    /// ```
+    fn mirrored(params: &Self::Params) -> MirroredParams<'_> {
+        let _ = params;
+        MirroredParams::default()
+    }
+}
+
+/// What a request mirrors of its params into HTTP headers (2026-07-28): the name that
+/// goes into `Mcp-Name`, and for `tools/call` the arguments whose `x-mcp-header`
+/// properties go into `Mcp-Param-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MirroredParams<'a> {
+    /// The tool or prompt name, the resource URI, or the task id.
+    pub name: Option<&'a str>,
+    /// The tool call's arguments.
+    pub arguments: Option<&'a JsonObject>,
 }
 
 /// A JSON-RPC notification method: its name and params type.
@@ -176,6 +204,9 @@ pub mod method {
 
 macro_rules! request_method {
     ($(#[$doc:meta])* $name:ident, $method:expr, $params:ty, $result:ty) => {
+        request_method!($(#[$doc])* $name, $method, $params, $result, |_p| MirroredParams::default());
+    };
+    ($(#[$doc:meta])* $name:ident, $method:expr, $params:ty, $result:ty, |$p:ident| $mirrored:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
         pub struct $name;
@@ -184,6 +215,10 @@ macro_rules! request_method {
             const METHOD: &'static str = $method;
             type Params = $params;
             type Result = $result;
+
+            fn mirrored($p: &Self::Params) -> MirroredParams<'_> {
+                $mirrored
+            }
         }
     };
 }
@@ -216,7 +251,8 @@ request_method!(
 request_method!(
     /// `tools/call`. A task-augmented call answers with
     /// [`CreateTaskResult`](crate::tasks::CreateTaskResult) instead.
-    CallTool, method::TOOLS_CALL, CallToolRequestParams, CallToolResult
+    CallTool, method::TOOLS_CALL, CallToolRequestParams, CallToolResult,
+    |p| MirroredParams { name: Some(&p.name), arguments: p.arguments.as_ref() }
 );
 request_method!(
     /// `resources/list`.
@@ -229,7 +265,8 @@ request_method!(
 );
 request_method!(
     /// `resources/read`.
-    ReadResource, method::RESOURCES_READ, ReadResourceRequestParams, ReadResourceResult
+    ReadResource, method::RESOURCES_READ, ReadResourceRequestParams, ReadResourceResult,
+    |p| MirroredParams { name: Some(&p.uri), arguments: None }
 );
 request_method!(
     /// `resources/subscribe`.
@@ -245,7 +282,8 @@ request_method!(
 );
 request_method!(
     /// `prompts/get`.
-    GetPrompt, method::PROMPTS_GET, GetPromptRequestParams, GetPromptResult
+    GetPrompt, method::PROMPTS_GET, GetPromptRequestParams, GetPromptResult,
+    |p| MirroredParams { name: Some(&p.name), arguments: None }
 );
 request_method!(
     /// `completion/complete`.
@@ -270,7 +308,8 @@ request_method!(
 );
 request_method!(
     /// `tasks/get` (2025-11-25).
-    GetTask, method::TASKS_GET, TaskIdParams, Task
+    GetTask, method::TASKS_GET, TaskIdParams, Task,
+    |p| MirroredParams { name: Some(&p.task_id), arguments: None }
 );
 request_method!(
     /// `tasks/result` (2025-11-25): the underlying request's result, kept as an object;
@@ -283,7 +322,8 @@ request_method!(
 );
 request_method!(
     /// `tasks/cancel` (2025-11-25).
-    CancelTask, method::TASKS_CANCEL, TaskIdParams, Task
+    CancelTask, method::TASKS_CANCEL, TaskIdParams, Task,
+    |p| MirroredParams { name: Some(&p.task_id), arguments: None }
 );
 request_method!(
     /// `server/discover` (2026-07-28): params carry only the per-request `_meta`.

@@ -15,8 +15,11 @@ use mcpflow_protocol::{
     LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion, Root,
 };
 
-use super::era::{self, Era, Probe};
+use super::adapter::EraAdapter;
+use super::era::{self, Era, EraMemory, Probe};
+use super::headers::ToolHeaders;
 use super::output::OutputValidators;
+use super::per_request;
 use super::service::ClientService;
 use super::{Caches, Client, ClientContext, ClientHandle, ClientShared};
 use crate::config::SessionConfig;
@@ -92,6 +95,7 @@ pub struct ClientBuilder {
     config: SessionConfig,
     handlers: Handlers,
     era: Era,
+    era_memory: EraMemory,
     discover_timeout: Duration,
     max_input_rounds: usize,
     log_level: Option<LoggingLevel>,
@@ -99,9 +103,6 @@ pub struct ClientBuilder {
 
 /// Default wait for the `server/discover` probe before falling back to `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(5);
-/// Longest `connect` waits for the listen stream's acknowledgement (a server that never
-/// sends one only delays the connection this much).
-const LISTEN_ACK_WAIT: Duration = Duration::from_secs(2);
 /// Default most `input_required` rounds of one request.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -136,6 +137,7 @@ impl ClientBuilder {
             config: SessionConfig::default(),
             handlers: Handlers::default(),
             era: Era::Handshake,
+            era_memory: EraMemory::new(),
             discover_timeout: DISCOVER_TIMEOUT,
             max_input_rounds: MAX_INPUT_ROUNDS,
             log_level: None,
@@ -147,6 +149,14 @@ impl ClientBuilder {
     /// `initialize` handshake).
     pub fn era(mut self, era: Era) -> Self {
         self.era = era;
+        self
+    }
+
+    /// What connections learnt of the server's era, shared with other builders that
+    /// connect to the same server (default: a memory of this builder's own, so every
+    /// connection in [`Era::Auto`] probes). See [`EraMemory`].
+    pub fn era_memory(mut self, memory: EraMemory) -> Self {
+        self.era_memory = memory;
         self
     }
 
@@ -339,26 +349,25 @@ impl ClientBuilder {
     }
 
     /// Start the engine on `transport` and find the server's era: unless pinned to the
-    /// handshake, probe with `server/discover` ([`Era`]); a 2026-07-28 server is then
-    /// spoken to per request, every request carrying the per-request `_meta`. Otherwise
-    /// run the handshake: `initialize` (never cancelled, bounded by the request
-    /// timeout), then `notifications/initialized`.
+    /// handshake, or the [`EraMemory`] knows the server speaks only the handshake, probe
+    /// with `server/discover` ([`Era`]); a 2026-07-28 server is then spoken to per
+    /// request, every request carrying the per-request `_meta`. Otherwise run the
+    /// handshake: `initialize` (never cancelled, bounded by the request timeout), then
+    /// `notifications/initialized`.
     ///
     /// # Errors
     /// [`ConnectError`] when `initialize` fails, the server picks a version this
     /// client does not speak, or (with [`Era::PerRequest`]) it does not speak 2026-07-28.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ConnectError> {
         let capabilities = self.capabilities();
-        let server_key = transport.server_key();
+        let tool_headers = Arc::new(ToolHeaders::default());
         let shared = Arc::new(ClientShared {
             handlers: self.handlers.clone(),
             server: OnceLock::new(),
-            discovered: OnceLock::new(),
-            listen: std::sync::Mutex::new(None),
-            listen_state: super::listen::Listen::default(),
-            identity: OnceLock::new(),
+            era: OnceLock::new(),
             max_input_rounds: self.max_input_rounds,
             caches: OnceLock::new(),
+            tool_headers: tool_headers.clone(),
             output_validators: OutputValidators::default(),
         });
         let service = Arc::new(ClientService {
@@ -369,15 +378,25 @@ impl ClientBuilder {
             peer: session.peer().clone(),
             shared,
         };
-        let _ = handle.shared.caches.set(Caches::new(&handle.peer));
-        // A server this process found to speak only the handshake era is not probed
-        // again (Era::PerRequest always probes: it must fail when the server is not per_request).
-        let skip_probe = self.era == Era::Auto && era::known_handshake_only(server_key.as_deref());
-        if self.era != Era::Handshake && !skip_probe {
+        let _ = handle
+            .shared
+            .caches
+            .set(Caches::new(&handle.peer, &tool_headers));
+        // Era::PerRequest always probes: it must fail when the server is not per-request.
+        let probes = match self.era {
+            Era::Handshake => false,
+            Era::Auto => !self.era_memory.knows_handshake_only(),
+            Era::PerRequest => true,
+        };
+        if probes {
+            let identity = era::Identity {
+                version: era::PER_REQUEST_VERSIONS[0].clone(),
+                capabilities: per_request_capabilities(&capabilities),
+                info: self.info.clone(),
+            };
             let probe = era::probe(
                 &handle.peer,
-                &per_request_capabilities(&capabilities),
-                &self.info,
+                &identity,
                 self.log_level,
                 self.discover_timeout,
             )
@@ -387,33 +406,19 @@ impl ClientBuilder {
                     version,
                     discovered,
                 } => {
-                    era::remember(server_key.as_deref(), false);
+                    self.era_memory.remember_handshake_only(false);
                     let identity = era::Identity {
-                        version: version.clone(),
-                        capabilities: per_request_capabilities(&capabilities),
-                        info: self.info.clone(),
+                        version,
+                        ..identity
                     };
-                    handle
-                        .peer
-                        .set_request_meta(Some(identity.envelope(self.log_level)));
-                    let _ = handle.shared.identity.set(identity);
-                    let _ = handle
-                        .shared
-                        .server
-                        .set(era::as_initialize(version, &discovered));
-                    let server_capabilities = discovered.capabilities.clone();
-                    let _ = handle.shared.discovered.set(*discovered);
-                    let listen = super::listen::start(
+                    per_request::speak(
                         &handle,
-                        &server_capabilities,
-                        self.discover_timeout.min(LISTEN_ACK_WAIT),
+                        identity,
+                        *discovered,
+                        self.log_level,
+                        self.discover_timeout,
                     )
                     .await;
-                    *handle
-                        .shared
-                        .listen
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listen);
                     return Ok(Client { handle, session });
                 }
                 Probe::Failed(e) if e.is_closed() || era::refused_authorization(&e) => {
@@ -433,7 +438,7 @@ impl ClientBuilder {
                 }
                 Probe::Handshake(why) => {
                     tracing::debug!("the server speaks the handshake era ({why})");
-                    era::remember(server_key.as_deref(), true);
+                    self.era_memory.remember_handshake_only(true);
                 }
             }
         }
@@ -450,7 +455,7 @@ impl ClientBuilder {
             Ok(init) => init,
             Err(e) => {
                 // The assumption failed: probe again next time.
-                era::remember(server_key.as_deref(), false);
+                self.era_memory.remember_handshake_only(false);
                 session.close().await;
                 return Err(e.into());
             }
@@ -470,6 +475,7 @@ impl ClientBuilder {
             .peer
             .set_accept_batches(init.protocol_version.supports_batches());
         let _ = handle.shared.server.set(init);
+        let _ = handle.shared.era.set(EraAdapter::Handshake);
         if let Err(e) = handle
             .peer
             .notify_raw(method::INITIALIZED, Some(&EmptyParams::default()))

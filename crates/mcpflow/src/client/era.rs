@@ -1,8 +1,11 @@
 //! Which protocol era a server speaks, found the way 2026-07-28 describes: probe with
 //! `server/discover` carrying the per-request `_meta`; a `DiscoverResult` or a
 //! recognised 2026-07-28 error (`-32022` with `supported`) means 2026-07-28, any other
-//! error or a timeout means the `initialize` handshake.
+//! error or a timeout means the `initialize` handshake. [`classify`] reads an answer,
+//! [`probe`] sends; what a connection found can be kept for the next ([`EraMemory`]).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcpflow_protocol::discover::DiscoverResult;
@@ -15,7 +18,8 @@ use mcpflow_protocol::{
 };
 
 use crate::error::SessionError;
-use crate::session::{Peer, RequestOptions};
+use crate::session::{Peer, RequestEnvelope, RequestOptions};
+use crate::transport::Mirrored;
 
 /// Which protocol era a client speaks ([`ClientBuilder::era`](super::ClientBuilder::era)).
 ///
@@ -52,39 +56,60 @@ pub enum Era {
     PerRequest,
 }
 
-/// Servers (by [`Transport::server_key`](crate::transport::Transport::server_key)) found
-/// to speak only the handshake era in this process: later connections skip the probe.
-static HANDSHAKE_ONLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// What connections learnt of one server's era, for the next connection to it: a server
+/// found to speak only the handshake era is not probed again ([`Era::Auto`]), as
+/// 2026-07-28 recommends (cache the era per server process or HTTP origin, and probe
+/// again when the assumption fails). Give the same memory to every builder that connects
+/// to that server ([`ClientBuilder::era_memory`](super::ClientBuilder::era_memory));
+/// clones share it. Without one, every connection in [`Era::Auto`] probes.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcpflow::client::{Client, Era, EraMemory};
+/// use mcpflow::server::Server;
+/// use mcpflow::transport::MemoryTransport;
+///
+/// // A server that speaks only the handshake era.
+/// let server = Server::builder("old", "1.0.0").per_request_era(false).build();
+/// let memory = EraMemory::new();
+/// let connect = |transport| {
+///     Client::builder("my-agent", "0.1.0")
+///         .era(Era::Auto)
+///         .era_memory(memory.clone())
+///         .connect(transport)
+/// };
+/// let (client_side, server_side) = MemoryTransport::pair(0);
+/// let _running = server.serve(server_side);
+/// let first = connect(client_side).await?; // probed, then ran `initialize`
+/// assert!(memory.knows_handshake_only());
+/// first.close().await;
+///
+/// let (client_side, server_side) = MemoryTransport::pair(0);
+/// let _running = server.serve(server_side);
+/// let second = connect(client_side).await?; // `initialize` at once
+/// assert!(!second.is_per_request());
+/// second.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EraMemory(Arc<AtomicBool>);
 
-/// Most servers remembered in [`HANDSHAKE_ONLY`].
-const REMEMBERED: usize = 256;
+impl EraMemory {
+    /// A memory that knows nothing yet.
+    pub fn new() -> EraMemory {
+        EraMemory::default()
+    }
 
-/// Whether the server at `key` was found to speak only the handshake era.
-pub(crate) fn known_handshake_only(key: Option<&str>) -> bool {
-    key.is_some_and(|key| {
-        HANDSHAKE_ONLY
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .any(|k| k == key)
-    })
-}
+    /// Whether a connection found the server to speak only the handshake era, and no
+    /// `initialize` failed since.
+    pub fn knows_handshake_only(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 
-/// Remember that the server at `key` speaks only the handshake era (or forget it, when
-/// it turned out to speak 2026-07-28).
-pub(crate) fn remember(key: Option<&str>, handshake_only: bool) {
-    let Some(key) = key else {
-        return;
-    };
-    let mut known = HANDSHAKE_ONLY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    known.retain(|k| k != key);
-    if handshake_only {
-        if known.len() >= REMEMBERED {
-            known.remove(0);
-        }
-        known.push(key.to_owned());
+    /// Remember that the server speaks only the handshake era, or forget it.
+    pub(crate) fn remember_handshake_only(&self, handshake_only: bool) {
+        self.0.store(handshake_only, Ordering::Relaxed);
     }
 }
 
@@ -110,86 +135,101 @@ pub(crate) enum Probe {
     },
     /// Fall back to `initialize`, for this reason (logged).
     Handshake(String),
-    /// The server speaks 2026-07-28 but shares no version with this client, or the connection
-    /// ended.
+    /// The server speaks 2026-07-28 but shares no version with this client, or the
+    /// connection ended.
     Failed(SessionError),
 }
 
-/// The per-request `_meta` envelope of 2026-07-28.
-pub(crate) fn envelope(
-    version: &ProtocolVersion,
-    capabilities: &ClientCapabilities,
-    info: &Implementation,
-    log_level: Option<LoggingLevel>,
-) -> JsonObject {
-    let mut meta =
-        RequestMeta::new(version.clone(), capabilities.clone()).with_client_info(info.clone());
-    meta.log_level = log_level;
-    meta.to_meta()
+/// What one answer to `server/discover` says.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// The probe is over.
+    Found(Probe),
+    /// The server speaks 2026-07-28 and refused the version asked for: ask again with
+    /// this one, which both sides speak.
+    AskWith(ProtocolVersion),
 }
 
-/// Probe with `server/discover`, retrying once with a version the server names in a
-/// `-32022` refusal.
+/// Classify the answer to a `server/discover` probe. The rules are 2026-07-28's for a
+/// dual-era client (`shared/notes/spec.md` §A.3.4): "`DiscoverResult` → modern. A
+/// recognized modern error such as `UnsupportedProtocolVersionError` → modern; pick
+/// from `supported`. Do **not** fall back. Any other error, or a timeout → legacy; fall
+/// back to `initialize`. The fallback MUST NOT be keyed to one specific error code."
+/// The schema says how to pick: "The client should choose a version from this list for
+/// use in subsequent requests" (`supportedVersions`), and "choose a mutually supported
+/// version from this list and retry" (the error's `supported`).
+///
+/// Two answers say nothing of the era: a connection that ended, and a refused
+/// authorization (`initialize` would be refused the same way, after running the
+/// authorization flow a second time).
+pub(crate) fn classify(answer: Result<DiscoverResult, SessionError>) -> Verdict {
+    let found = match answer {
+        Ok(discovered) => {
+            let shared = PER_REQUEST_VERSIONS
+                .iter()
+                .find(|v| discovered.supported_versions.contains(v));
+            match shared {
+                Some(version) => Probe::PerRequest {
+                    version: version.clone(),
+                    discovered: Box::new(discovered),
+                },
+                None if discovered
+                    .supported_versions
+                    .iter()
+                    .any(ProtocolVersion::is_handshake) =>
+                {
+                    Probe::Handshake("server/discover lists only handshake versions".to_owned())
+                }
+                None => Probe::Failed(no_common_version(&discovered.supported_versions)),
+            }
+        }
+        Err(SessionError::Rejected { error, .. })
+            if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
+        {
+            let supported = error
+                .data_as::<UnsupportedProtocolVersionData>()
+                .map(|d| d.supported)
+                .unwrap_or_default();
+            match PER_REQUEST_VERSIONS.iter().find(|v| supported.contains(v)) {
+                Some(version) => return Verdict::AskWith(version.clone()),
+                None if supported.iter().any(ProtocolVersion::is_handshake) => Probe::Handshake(
+                    "the server refused 2026-07-28 and names handshake versions".to_owned(),
+                ),
+                None => Probe::Failed(no_common_version(&supported)),
+            }
+        }
+        Err(e @ SessionError::Closed { .. }) => Probe::Failed(e),
+        Err(e) if refused_authorization(&e) => Probe::Failed(e),
+        Err(other) => Probe::Handshake(other.to_string()),
+    };
+    Verdict::Found(found)
+}
+
+/// Probe with `server/discover` carrying `identity`'s envelope, asking once more with a
+/// version the server names in a `-32022` refusal.
 pub(crate) async fn probe(
     peer: &Peer,
-    capabilities: &ClientCapabilities,
-    info: &Implementation,
+    identity: &Identity,
     log_level: Option<LoggingLevel>,
     timeout: Duration,
 ) -> Probe {
-    let mut version = PER_REQUEST_VERSIONS[0].clone();
+    let mut version = identity.version.clone();
     for _ in 0..2 {
+        let asking = Identity {
+            version: version.clone(),
+            ..identity.clone()
+        };
         let options = RequestOptions::new()
             .timeout(timeout)
             .max_total(timeout)
-            .meta(envelope(&version, capabilities, info, log_level));
-        let answer: Result<DiscoverResult, SessionError> = peer
+            .meta(asking.meta(log_level))
+            .mirrored(Arc::new(Mirrored::version(version.clone())));
+        let answer = peer
             .request(method::SERVER_DISCOVER, &EmptyParams::default(), options)
             .await;
-        match answer {
-            Ok(discovered) => {
-                if let Some(v) = PER_REQUEST_VERSIONS
-                    .iter()
-                    .find(|v| discovered.supported_versions.contains(v))
-                {
-                    return Probe::PerRequest {
-                        version: v.clone(),
-                        discovered: Box::new(discovered),
-                    };
-                }
-                if discovered
-                    .supported_versions
-                    .iter()
-                    .any(ProtocolVersion::is_handshake)
-                {
-                    return Probe::Handshake(
-                        "server/discover lists only handshake versions".to_owned(),
-                    );
-                }
-                return Probe::Failed(no_common_version(&discovered.supported_versions));
-            }
-            Err(SessionError::Rejected { error, .. })
-                if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
-            {
-                let supported = error
-                    .data_as::<UnsupportedProtocolVersionData>()
-                    .map(|d| d.supported)
-                    .unwrap_or_default();
-                match PER_REQUEST_VERSIONS.iter().find(|v| supported.contains(v)) {
-                    Some(v) => version = v.clone(),
-                    None if supported.iter().any(ProtocolVersion::is_handshake) => {
-                        return Probe::Handshake(
-                            "the server refused 2026-07-28 and names handshake versions".to_owned(),
-                        );
-                    }
-                    None => return Probe::Failed(no_common_version(&supported)),
-                }
-            }
-            Err(e @ SessionError::Closed { .. }) => return Probe::Failed(e),
-            // Authorization failed: `initialize` would be refused the same way, after
-            // running the authorization flow a second time.
-            Err(e) if refused_authorization(&e) => return Probe::Failed(e),
-            Err(other) => return Probe::Handshake(other.to_string()),
+        match classify(answer) {
+            Verdict::Found(found) => return found,
+            Verdict::AskWith(other) => version = other,
         }
     }
     Probe::Failed(SessionError::Codec {
@@ -250,9 +290,8 @@ pub(crate) fn as_initialize(
     init
 }
 
-/// What the per-request `_meta` envelope is built from, kept so that
-/// [`set_logging_level`](super::ClientHandle::set_logging_level) can change its
-/// `logLevel`.
+/// What the per-request `_meta` envelope is built from: the version spoken, the
+/// capabilities the callbacks declare, and the client's info.
 #[derive(Debug, Clone)]
 pub(crate) struct Identity {
     pub(crate) version: ProtocolVersion,
@@ -261,7 +300,108 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
-    pub(crate) fn envelope(&self, log_level: Option<LoggingLevel>) -> JsonObject {
-        envelope(&self.version, &self.capabilities, &self.info, log_level)
+    /// The `_meta` entries of the envelope, asking for logs at `log_level`.
+    pub(crate) fn meta(&self, log_level: Option<LoggingLevel>) -> JsonObject {
+        let mut meta = RequestMeta::new(self.version.clone(), self.capabilities.clone())
+            .with_client_info(self.info.clone());
+        meta.log_level = log_level;
+        meta.to_meta()
+    }
+
+    /// The envelope every request carries, with the version its HTTP headers mirror.
+    pub(crate) fn envelope(&self, log_level: Option<LoggingLevel>) -> RequestEnvelope {
+        RequestEnvelope {
+            meta: self.meta(log_level),
+            mirrored: Some(Arc::new(Mirrored::version(self.version.clone()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcpflow_protocol::ErrorObject;
+
+    use super::*;
+    use crate::error::{CloseReason, TransportError};
+
+    fn discovered(versions: &[&str]) -> Result<DiscoverResult, SessionError> {
+        let value = serde_json::json!({"supportedVersions": versions, "capabilities": {}});
+        Ok(serde_json::from_value(value).expect("a discover result"))
+    }
+
+    fn refused(code: ErrorCode, supported: &[&str]) -> Result<DiscoverResult, SessionError> {
+        let error = ErrorObject::new(code, "refused")
+            .with_data(serde_json::json!({"supported": supported, "requested": "2026-07-28"}));
+        Err(SessionError::Rejected {
+            method: method::SERVER_DISCOVER.into(),
+            error,
+        })
+    }
+
+    fn found(answer: Result<DiscoverResult, SessionError>) -> Probe {
+        match classify(answer) {
+            Verdict::Found(probe) => probe,
+            Verdict::AskWith(v) => panic!("asked again with {v:?}"),
+        }
+    }
+
+    #[test]
+    fn a_discover_result_with_a_shared_version_means_per_request() {
+        let probe = found(discovered(&["2025-11-25", "2026-07-28"]));
+        assert!(
+            matches!(probe, Probe::PerRequest { version, .. } if version == ProtocolVersion::V2026_07_28)
+        );
+        assert!(matches!(
+            found(discovered(&["2025-11-25"])),
+            Probe::Handshake(_)
+        ));
+        assert!(
+            matches!(found(discovered(&["2099-01-01"])), Probe::Failed(_)),
+            "a per-request server with no version in common: no fallback"
+        );
+    }
+
+    #[test]
+    fn an_unsupported_version_error_asks_again_or_decides() {
+        let code = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
+        assert!(matches!(
+            classify(refused(code, &["2026-07-28"])),
+            Verdict::AskWith(v) if v == ProtocolVersion::V2026_07_28
+        ));
+        assert!(matches!(
+            found(refused(code, &["2025-06-18"])),
+            Probe::Handshake(_)
+        ));
+        assert!(matches!(
+            found(refused(code, &["2099-01-01"])),
+            Probe::Failed(_)
+        ));
+    }
+
+    #[test]
+    fn any_other_error_means_the_handshake_but_not_a_closed_or_unauthorized_one() {
+        assert!(matches!(
+            found(refused(ErrorCode::METHOD_NOT_FOUND, &[])),
+            Probe::Handshake(_)
+        ));
+        let timeout = SessionError::Timeout {
+            method: method::SERVER_DISCOVER.into(),
+            after: Duration::from_secs(5),
+        };
+        assert!(matches!(found(Err(timeout)), Probe::Handshake(_)));
+        let closed = SessionError::Closed {
+            method: method::SERVER_DISCOVER.into(),
+            reason: CloseReason::ClosedLocally,
+        };
+        assert!(matches!(found(Err(closed)), Probe::Failed(_)));
+        let unauthorized = SessionError::Transport {
+            method: method::SERVER_DISCOVER.into(),
+            error: TransportError::Http {
+                context: "POST",
+                status: Some(401),
+                detail: "no token".to_owned(),
+            },
+        };
+        assert!(matches!(found(Err(unauthorized)), Probe::Failed(_)));
     }
 }

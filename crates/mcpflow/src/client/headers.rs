@@ -1,8 +1,12 @@
 //! `x-mcp-header` (2026-07-28): tool arguments a client mirrors into `Mcp-Param-{Name}`
 //! HTTP headers. A tool whose annotations break the rules is dropped from the list,
-//! with a warning, so it is never called.
+//! with a warning, so it is never called; the others' annotations are kept
+//! ([`ToolHeaders`]) for the calls that follow.
 
-use mcpflow_protocol::Tool;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use mcpflow_protocol::{JsonObject, Tool};
 use serde_json::Value;
 
 /// The annotation key in a property's schema.
@@ -51,15 +55,49 @@ pub(crate) fn header_params(
     Ok(pairs)
 }
 
-/// Drop the tools whose `x-mcp-header` annotations are invalid, with a warning each.
-pub(crate) fn drop_invalid(tools: &mut Vec<Tool>) {
-    tools.retain(|tool| match header_params(&tool.input_schema) {
-        Ok(_) => true,
-        Err(why) => {
-            tracing::warn!(tool = %tool.name, "dropped a tool with an invalid x-mcp-header: {why}");
-            false
-        }
-    });
+/// The `x-mcp-header` arguments of each tool, as the tool lists this client read said:
+/// `(argument, header name)` pairs by tool.
+#[derive(Debug, Default)]
+pub(crate) struct ToolHeaders(Mutex<HashMap<String, Vec<(String, String)>>>);
+
+impl ToolHeaders {
+    /// Drop the tools whose `x-mcp-header` annotations are invalid, with a warning
+    /// each, and keep the annotations of the others.
+    pub(crate) fn keep_valid(&self, tools: &mut Vec<Tool>) {
+        let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|tool| match header_params(&tool.input_schema) {
+            Ok(pairs) => {
+                known.insert(tool.name.clone(), pairs);
+                true
+            }
+            Err(why) => {
+                known.remove(&tool.name);
+                tracing::warn!(tool = %tool.name, "dropped a tool with an invalid x-mcp-header: {why}");
+                false
+            }
+        });
+    }
+
+    /// The `Mcp-Param-*` headers of a call of `tool` with `arguments`, as names and
+    /// encoded values: arguments that are absent or null, or not a string, number or
+    /// boolean, get none.
+    pub(crate) fn param_headers(
+        &self,
+        tool: &str,
+        arguments: &JsonObject,
+    ) -> Vec<(String, String)> {
+        let known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(pairs) = known.get(tool) else {
+            return Vec::new();
+        };
+        pairs
+            .iter()
+            .filter_map(|(argument, header)| {
+                let value = header_value(arguments.get(argument)?)?;
+                Some((format!("Mcp-Param-{header}"), value))
+            })
+            .collect()
+    }
 }
 
 /// RFC 9110 `tchar`.
@@ -70,7 +108,6 @@ fn is_token_byte(b: u8) -> bool {
 /// A header value for an argument: strings as they are when safe ASCII, otherwise (and
 /// when they look like the sentinel) as `=?base64?…?=`; numbers in decimal; booleans
 /// as `true`/`false`. `None` for null and for objects and arrays.
-#[cfg(feature = "http-client")]
 pub(crate) fn header_value(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(encode_text(s)),
@@ -81,7 +118,6 @@ pub(crate) fn header_value(value: &Value) -> Option<String> {
 }
 
 /// A text as a header value (`Mcp-Name`, `Mcp-Param-*`).
-#[cfg(feature = "http-client")]
 pub(crate) fn encode_text(s: &str) -> String {
     let safe = s.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && s.trim() == s
@@ -103,7 +139,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    #[cfg(feature = "http-client")]
     fn values_are_encoded_as_the_spec_says() {
         assert_eq!(encode_text("us-west1"), "us-west1");
         assert_eq!(encode_text("us west 1"), "us west 1");

@@ -1,12 +1,12 @@
 //! The `subscriptions/listen` stream of a 2026-07-28 connection: list changes the
 //! server announces (`listChanged` in its discover capabilities) and the resource
-//! updates the client subscribed to ([`ClientHandle::subscribe`]). The stream is opened
+//! updates the client subscribed to ([`ClientHandle::subscribe`](super::ClientHandle::subscribe)). The stream is opened
 //! again with a new filter when the subscriptions change; each opening is confirmed by
 //! `notifications/subscriptions/acknowledged`, which callers wait for so that nothing
 //! announced after they return is missed.
 
 use std::collections::BTreeSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpflow_protocol::ServerCapabilities;
@@ -17,7 +17,6 @@ use mcpflow_protocol::subscriptions::{
 };
 use tokio::sync::watch;
 
-use super::ClientHandle;
 use crate::error::SessionError;
 use crate::session::{Peer, RequestOptions};
 
@@ -28,7 +27,7 @@ const LISTEN_SPAN: Duration = Duration::from_secs(24 * 3600);
 const LISTEN_BACKOFF: Duration = Duration::from_millis(500);
 const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-/// What the listen task and the client's handles share.
+/// What the listen task and the client's calls share.
 #[derive(Debug)]
 pub(crate) struct Listen {
     /// The resource URIs subscribed to.
@@ -121,22 +120,20 @@ impl Listen {
 /// the subscriptions change. Waits (at most `limit`) for the first acknowledgement, so
 /// that list changes announced after `connect` returns are not missed.
 pub(crate) async fn start(
-    handle: &ClientHandle,
+    peer: &Peer,
+    listen: &Arc<Listen>,
     capabilities: &ServerCapabilities,
     limit: Duration,
 ) -> tokio::task::JoinHandle<()> {
-    let listen = &handle.shared.listen_state;
     let first = !listen.filter(capabilities).is_empty();
-    let task = tokio::spawn(run(handle.clone(), capabilities.clone()));
+    let task = tokio::spawn(run(peer.clone(), listen.clone(), capabilities.clone()));
     if first && !listen.wait_acked(0, limit, |_| true).await {
         tracing::debug!("the listen stream was not acknowledged in time");
     }
     task
 }
 
-async fn run(handle: ClientHandle, capabilities: ServerCapabilities) {
-    let listen = &handle.shared.listen_state;
-    let peer: &Peer = &handle.peer;
+async fn run(peer: Peer, listen: Arc<Listen>, capabilities: ServerCapabilities) {
     let mut changed = listen.changed.subscribe();
     let mut backoff = LISTEN_BACKOFF;
     loop {
@@ -179,13 +176,18 @@ async fn run(handle: ClientHandle, capabilities: ServerCapabilities) {
     }
 }
 
-impl ClientHandle {
+impl Listen {
     /// 2026-07-28 `resources/subscribe`: add `uri` to the listen stream's
-    /// `resourceSubscriptions` and wait until the server acknowledged it.
-    pub(super) async fn subscribe_per_request(&self, uri: &str) -> Result<(), SessionError> {
-        let offered = self
-            .discovered()
-            .and_then(|d| d.capabilities.resources.as_ref())
+    /// `resourceSubscriptions` and wait (at most `limit`) until the server acknowledged it.
+    pub(crate) async fn subscribe(
+        &self,
+        capabilities: &ServerCapabilities,
+        limit: Duration,
+        uri: &str,
+    ) -> Result<(), SessionError> {
+        let offered = capabilities
+            .resources
+            .as_ref()
             .is_some_and(|r| r.subscribe == Some(true));
         if !offered {
             return Err(SessionError::Codec {
@@ -198,33 +200,49 @@ impl ClientHandle {
                 .as_ref()
                 .is_some_and(|uris| uris.iter().any(|u| u == uri))
         };
-        self.change_subscriptions(method::RESOURCES_SUBSCRIBE, wants, |set| {
-            set.insert(uri.to_owned())
-        })
+        self.change_subscriptions(
+            capabilities,
+            limit,
+            method::RESOURCES_SUBSCRIBE,
+            wants,
+            |set| set.insert(uri.to_owned()),
+        )
         .await
     }
 
     /// 2026-07-28 `resources/unsubscribe`: drop `uri` from the listen stream.
-    pub(super) async fn unsubscribe_per_request(&self, uri: &str) -> Result<(), SessionError> {
+    pub(crate) async fn unsubscribe(
+        &self,
+        capabilities: &ServerCapabilities,
+        limit: Duration,
+        uri: &str,
+    ) -> Result<(), SessionError> {
         let gone = |f: &SubscriptionFilter| {
             f.resource_subscriptions
                 .as_ref()
                 .is_none_or(|uris| uris.iter().all(|u| u != uri))
         };
-        self.change_subscriptions(method::RESOURCES_UNSUBSCRIBE, gone, |set| set.remove(uri))
-            .await
+        self.change_subscriptions(
+            capabilities,
+            limit,
+            method::RESOURCES_UNSUBSCRIBE,
+            gone,
+            |set| set.remove(uri),
+        )
+        .await
     }
 
     async fn change_subscriptions(
         &self,
+        capabilities: &ServerCapabilities,
+        limit: Duration,
         method: &str,
         done: impl Fn(&SubscriptionFilter) -> bool,
         change: impl FnOnce(&mut BTreeSet<String>) -> bool,
     ) -> Result<(), SessionError> {
-        let listen = &self.shared.listen_state;
-        let after = listen.acks();
+        let after = self.acks();
         let changed = change(
-            &mut listen
+            &mut self
                 .resources
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
@@ -232,17 +250,12 @@ impl ClientHandle {
         if !changed {
             return Ok(());
         }
-        listen.changed.send_modify(|n| *n += 1);
-        let capabilities = self
-            .discovered()
-            .map(|d| d.capabilities.clone())
-            .unwrap_or_default();
-        if listen.filter(&capabilities).is_empty() {
+        self.changed.send_modify(|n| *n += 1);
+        if self.filter(capabilities).is_empty() {
             // Nothing left to listen for: the stream is dropped, not opened again.
             return Ok(());
         }
-        let limit = self.peer.config().request_timeout();
-        if listen.wait_acked(after, limit, done).await {
+        if self.wait_acked(after, limit, done).await {
             Ok(())
         } else {
             Err(SessionError::Codec {

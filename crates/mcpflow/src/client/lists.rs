@@ -10,7 +10,7 @@ use mcpflow_protocol::prompts::Prompt;
 use mcpflow_protocol::resources::{Resource, ResourceTemplate};
 
 use super::cache::{self, ListCache};
-use super::headers;
+use super::headers::ToolHeaders;
 use super::pages::{all_pages_fetch_ttl, all_pages_ttl};
 use crate::session::Peer;
 
@@ -23,7 +23,7 @@ pub(crate) struct Caches {
 }
 
 impl Caches {
-    pub(super) fn new(peer: &Peer) -> Caches {
+    pub(super) fn new(peer: &Peer, tool_headers: &Arc<ToolHeaders>) -> Caches {
         fn list<T>(peer: &Peer, method: &'static str, field: &'static str) -> Arc<ListCache<T>>
         where
             T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
@@ -33,7 +33,10 @@ impl Caches {
         }
         let tool_ttl = cache::TtlCell::default();
         Caches {
-            tools: ListCache::with_ttl(tool_pages_fetch(peer, tool_ttl.clone()), tool_ttl),
+            tools: ListCache::with_ttl(
+                tool_pages_fetch(peer, tool_headers, tool_ttl.clone()),
+                tool_ttl,
+            ),
             prompts: list(peer, method::PROMPTS_LIST, "prompts"),
             resources: list(peer, method::RESOURCES_LIST, "resources"),
             templates: list(peer, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates"),
@@ -56,15 +59,22 @@ impl Caches {
     }
 }
 
-/// Every page of `tools/list`, without tools whose `x-mcp-header` is invalid.
-fn tool_pages_fetch(peer: &Peer, ttl: cache::TtlCell) -> cache::Fetch<Tool> {
+/// Every page of `tools/list`, without tools whose `x-mcp-header` is invalid (the
+/// others' annotations noted in `tool_headers`).
+fn tool_pages_fetch(
+    peer: &Peer,
+    tool_headers: &Arc<ToolHeaders>,
+    ttl: cache::TtlCell,
+) -> cache::Fetch<Tool> {
     let peer = peer.clone();
+    let tool_headers = tool_headers.clone();
     Arc::new(move || {
         let peer = peer.clone();
+        let tool_headers = tool_headers.clone();
         let ttl = ttl.clone();
         Box::pin(async move {
             let mut tools = all_pages_ttl(&peer, method::TOOLS_LIST, "tools", Some(&ttl)).await?;
-            headers::drop_invalid(&mut tools);
+            tool_headers.keep_valid(&mut tools);
             Ok(tools)
         })
     })

@@ -34,8 +34,11 @@
 //! per-request `_meta`; an `input_required` answer is fulfilled with the same sampling,
 //! elicitation and roots callbacks and retried; list changes arrive on a
 //! `subscriptions/listen` stream and lists are cached for their `ttlMs`), any other
-//! server gets the handshake. [`Era::PerRequest`] speaks only 2026-07-28.
+//! server gets the handshake. [`Era::PerRequest`] speaks only 2026-07-28. The era is
+//! chosen once, at `connect`; the calls below ask it how to go on the wire
+//! (`adapter.rs`), and an [`EraMemory`] keeps what was found for the next connection.
 
+mod adapter;
 mod builder;
 pub(crate) mod cache;
 mod context;
@@ -46,6 +49,7 @@ mod lists;
 mod mrtr;
 mod output;
 mod pages;
+mod per_request;
 mod service;
 mod tasks;
 mod tasks_per_request;
@@ -55,28 +59,30 @@ pub use builder::{
     NotificationHandler, RootsHandler, SamplingHandler,
 };
 pub use context::ClientContext;
-pub use era::Era;
 #[cfg(feature = "http-client")]
 pub(crate) use era::is_per_request_error as era_error;
+pub use era::{Era, EraMemory};
 pub use tasks::{TaskStart, TaskWaitError};
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
+use adapter::EraAdapter;
 use builder::Handlers;
+use headers::ToolHeaders;
 pub(crate) use lists::Caches;
 use output::OutputValidators;
 use pages::all_pages;
 
 use mcpflow_protocol::methods::{self, method};
 use mcpflow_protocol::prompts::Prompt;
-use mcpflow_protocol::resources::{Resource, ResourceTemplate, SubscribeRequestParams};
+use mcpflow_protocol::resources::{Resource, ResourceTemplate};
 use mcpflow_protocol::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, EmptyParams,
     GetPromptRequestParams, GetPromptResult, Implementation, InitializeResult, LoggingLevel,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
-    RequestMethod, SetLevelRequestParams, Tool,
+    RequestMethod, Tool,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -92,18 +98,22 @@ const MAX_PAGES: usize = 1000;
 struct ClientShared {
     handlers: Handlers,
     server: OnceLock<InitializeResult>,
-    /// The `server/discover` result, when the server speaks 2026-07-28.
-    discovered: OnceLock<mcpflow_protocol::discover::DiscoverResult>,
+    /// The era the connection speaks, set by `connect` once found (the handshake era
+    /// until then).
+    era: OnceLock<EraAdapter>,
     /// Most `input_required` rounds one request may take.
     max_input_rounds: usize,
-    /// The task keeping a `subscriptions/listen` stream open (2026-07-28).
-    listen: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// What that stream listens for, and its acknowledgements.
-    listen_state: listen::Listen,
-    /// What the per-request `_meta` is built from (2026-07-28).
-    identity: OnceLock<era::Identity>,
     caches: OnceLock<Caches>,
+    /// The tools' `x-mcp-header` arguments, from every tool list read (2026-07-28).
+    tool_headers: Arc<ToolHeaders>,
     output_validators: OutputValidators,
+}
+
+impl ClientShared {
+    /// The era the connection speaks: the handshake era until `connect` found another.
+    fn era(&self) -> &EraAdapter {
+        self.era.get().unwrap_or(&adapter::HANDSHAKE)
+    }
 }
 
 /// A typed tool call did not produce the expected value.
@@ -170,15 +180,21 @@ impl ClientHandle {
     /// The server's `server/discover` result, when it speaks 2026-07-28 (stateless
     /// requests carrying the per-request `_meta`).
     pub fn discovered(&self) -> Option<&mcpflow_protocol::discover::DiscoverResult> {
-        self.shared.discovered.get()
+        self.era().discovered()
     }
 
     /// Whether this connection speaks 2026-07-28.
     pub fn is_per_request(&self) -> bool {
-        self.shared.discovered.get().is_some()
+        self.discovered().is_some()
     }
 
-    /// Send any typed request.
+    /// How this connection speaks to its server.
+    fn era(&self) -> &EraAdapter {
+        self.shared.era()
+    }
+
+    /// Send any typed request. Over HTTP in the 2026-07-28 era, its headers mirror what
+    /// [`RequestMethod::mirrored`] names of its params.
     ///
     /// # Errors
     /// As [`Peer::request`].
@@ -187,6 +203,7 @@ impl ClientHandle {
         params: &M::Params,
         options: RequestOptions,
     ) -> Result<M::Result, SessionError> {
+        let options = self.era().mirror(self, M::mirrored(params), options);
         let answer = self.peer.request(M::METHOD, params, options).await;
         if let Err(error) = &answer {
             self.show_url_elicitations(error).await;
@@ -222,15 +239,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn ping(&self) -> Result<(), SessionError> {
-        if self.is_per_request() {
-            return self
-                .request::<methods::Discover>(&EmptyParams::default(), RequestOptions::new())
-                .await
-                .map(drop);
-        }
-        self.request::<methods::Ping>(&EmptyParams::default(), RequestOptions::new())
-            .await
-            .map(drop)
+        self.era().ping(self).await
     }
 
     /// One page of `tools/list`.
@@ -247,7 +256,7 @@ impl ClientHandle {
         let mut page = self
             .request::<methods::ListTools>(&params, RequestOptions::new())
             .await?;
-        headers::drop_invalid(&mut page.tools);
+        self.shared.tool_headers.keep_valid(&mut page.tools);
         Ok(page)
     }
 
@@ -257,7 +266,7 @@ impl ClientHandle {
     /// As [`Peer::request`], or [`SessionError::Codec`] for a cursor loop.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, SessionError> {
         let mut tools = all_pages(&self.peer, method::TOOLS_LIST, "tools").await?;
-        headers::drop_invalid(&mut tools);
+        self.shared.tool_headers.keep_valid(&mut tools);
         Ok(tools)
     }
 
@@ -306,7 +315,9 @@ impl ClientHandle {
     }
 
     pub(crate) fn caches(&self) -> &Caches {
-        self.shared.caches.get_or_init(|| Caches::new(&self.peer))
+        self.shared
+            .caches
+            .get_or_init(|| Caches::new(&self.peer, &self.shared.tool_headers))
     }
 
     /// Call a tool, asking for progress (which also keeps the timeout from expiring
@@ -319,17 +330,7 @@ impl ClientHandle {
         name: &str,
         arguments: serde_json::Value,
     ) -> Result<CallToolResult, SessionError> {
-        let mut params = CallToolRequestParams::new(name);
-        params.arguments = match arguments {
-            serde_json::Value::Object(map) => Some(map),
-            serde_json::Value::Null => None,
-            other => {
-                return Err(SessionError::Codec {
-                    method: method::TOOLS_CALL.into(),
-                    detail: format!("tool arguments must be a JSON object, not {other}"),
-                });
-            }
-        };
+        let params = tool_params(name, arguments)?;
         self.call_tool_with(&params, RequestOptions::new().with_progress_token())
             .await
     }
@@ -344,24 +345,7 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
         self.prefetch_tools_for_check();
-        let result = if self.is_per_request() {
-            match mrtr::request_with_input(self, method::TOOLS_CALL, params, options.clone()).await
-            {
-                Err(SessionError::Rejected { error, .. })
-                    if error.code == mcpflow_protocol::ErrorCode::HEADER_MISMATCH =>
-                {
-                    // The tool's `x-mcp-header` annotations changed: learn them again
-                    // from a fresh list, then try once more.
-                    tracing::debug!(tool = %params.name, "header mismatch; refreshing the tool list and retrying");
-                    self.caches().tools.mark_dirty();
-                    self.tools().await?;
-                    mrtr::request_with_input(self, method::TOOLS_CALL, params, options).await?
-                }
-                other => other?,
-            }
-        } else {
-            self.request::<methods::CallTool>(params, options).await?
-        };
+        let result = self.era().call_tool(self, params, options).await?;
         self.check_output(&params.name, &result).await?;
         Ok(result)
     }
@@ -430,6 +414,9 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<crate::session::PendingRequest, SessionError> {
         let raw = to_raw(method::TOOLS_CALL, params)?;
+        let options = self
+            .era()
+            .mirror(self, methods::CallTool::mirrored(params), options);
         self.peer
             .send_request(method::TOOLS_CALL, Some(raw), options.with_progress_token())
             .await
@@ -461,20 +448,9 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`] (an unknown resource is `-32002` or `-32602`).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
-        if self.is_per_request() {
-            return mrtr::request_with_input(
-                self,
-                method::RESOURCES_READ,
-                &ReadResourceRequestParams::new(uri),
-                RequestOptions::new(),
-            )
-            .await;
-        }
-        self.request::<methods::ReadResource>(
-            &ReadResourceRequestParams::new(uri),
-            RequestOptions::new(),
-        )
-        .await
+        self.era()
+            .resumable::<methods::ReadResource>(self, &ReadResourceRequestParams::new(uri))
+            .await
     }
 
     /// `resources/subscribe`. With a 2026-07-28 server, the URI joins the
@@ -485,12 +461,7 @@ impl ClientHandle {
     /// As [`Peer::request`]; with a 2026-07-28 server, [`SessionError::Codec`] when it
     /// offers no subscriptions or does not acknowledge within the request timeout.
     pub async fn subscribe(&self, uri: &str) -> Result<(), SessionError> {
-        if self.is_per_request() {
-            return self.subscribe_per_request(uri).await;
-        }
-        self.request::<methods::Subscribe>(&SubscribeRequestParams::new(uri), RequestOptions::new())
-            .await
-            .map(drop)
+        self.era().subscribe(self, uri).await
     }
 
     /// `resources/unsubscribe` (with a 2026-07-28 server, the URI leaves the listen
@@ -499,15 +470,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), SessionError> {
-        if self.is_per_request() {
-            return self.unsubscribe_per_request(uri).await;
-        }
-        self.request::<methods::Unsubscribe>(
-            &SubscribeRequestParams::new(uri),
-            RequestOptions::new(),
-        )
-        .await
-        .map(drop)
+        self.era().unsubscribe(self, uri).await
     }
 
     /// Every page of `prompts/list`.
@@ -526,16 +489,8 @@ impl ClientHandle {
         &self,
         params: &GetPromptRequestParams,
     ) -> Result<GetPromptResult, SessionError> {
-        if self.is_per_request() {
-            return mrtr::request_with_input(
-                self,
-                method::PROMPTS_GET,
-                params,
-                RequestOptions::new(),
-            )
-            .await;
-        }
-        self.request::<methods::GetPrompt>(params, RequestOptions::new())
+        self.era()
+            .resumable::<methods::GetPrompt>(self, params)
             .await
     }
 
@@ -557,14 +512,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`].
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), SessionError> {
-        if let Some(identity) = self.shared.identity.get() {
-            self.peer
-                .set_request_meta(Some(identity.envelope(Some(level))));
-            return Ok(());
-        }
-        self.request::<methods::SetLevel>(&SetLevelRequestParams::new(level), RequestOptions::new())
-            .await
-            .map(drop)
+        self.era().set_logging_level(self, level).await
     }
 
     /// Tell the server the roots changed (`notifications/roots/list_changed`).
@@ -576,6 +524,25 @@ impl ClientHandle {
             .notify_raw(method::ROOTS_LIST_CHANGED, Some(&EmptyParams::default()))
             .await
     }
+}
+
+/// The params of a call of tool `name` with `arguments` (a JSON object, or null for none).
+fn tool_params(
+    name: &str,
+    arguments: serde_json::Value,
+) -> Result<CallToolRequestParams, SessionError> {
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = match arguments {
+        serde_json::Value::Object(map) => Some(map),
+        serde_json::Value::Null => None,
+        other => {
+            return Err(SessionError::Codec {
+                method: method::TOOLS_CALL.into(),
+                detail: format!("tool arguments must be a JSON object, not {other}"),
+            });
+        }
+    };
+    Ok(params)
 }
 
 fn to_raw<T: Serialize>(method: &str, value: &T) -> Result<Box<RawValue>, SessionError> {
@@ -634,18 +601,7 @@ impl Client {
         if let Some(caches) = self.handle.shared.caches.get() {
             caches.abort();
         }
-        let listen = self
-            .handle
-            .shared
-            .listen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(listen) = listen {
-            // Dropping the listen request ends its stream (HTTP) or cancels it (stdio).
-            listen.abort();
-            let _ = listen.await;
-        }
+        self.handle.era().close().await;
         self.session.close().await;
     }
 

@@ -4,9 +4,11 @@
 //! answers and the server's `requestState` echoed verbatim, at most
 //! [`ClientBuilder::max_input_rounds`](super::ClientBuilder::max_input_rounds) times.
 
-use mcpflow_protocol::ListRootsResult;
 use mcpflow_protocol::mrtr::{
     InputRequest, InputRequests, InputResponse, InputResponses, MaybeInputRequired,
+};
+use mcpflow_protocol::{
+    CallToolRequestParams, GetPromptRequestParams, ListRootsResult, ReadResourceRequestParams,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,6 +16,31 @@ use serde::de::DeserializeOwned;
 use super::{ClientContext, ClientHandle};
 use crate::error::SessionError;
 use crate::session::RequestOptions;
+
+/// The params of a request the server may answer `input_required`: sent again with the
+/// answers and the server's `requestState`.
+pub(super) trait Resumable: Serialize + Clone {
+    /// Carry `responses` (none when empty) and `state` on the next round, in place of
+    /// what the last round carried.
+    fn resume(&mut self, responses: InputResponses, state: Option<String>);
+}
+
+macro_rules! resumable {
+    ($($params:ty),*) => {$(
+        impl Resumable for $params {
+            fn resume(&mut self, responses: InputResponses, state: Option<String>) {
+                self.input_responses = (!responses.is_empty()).then_some(responses);
+                self.request_state = state;
+            }
+        }
+    )*};
+}
+
+resumable!(
+    CallToolRequestParams,
+    GetPromptRequestParams,
+    ReadResourceRequestParams
+);
 
 /// Send `method` and, while the server answers `input_required`, fulfil its input
 /// requests and retry. Never cached: each round is a fresh request.
@@ -24,23 +51,19 @@ pub(super) async fn request_with_input<P, R>(
     options: RequestOptions,
 ) -> Result<R, SessionError>
 where
-    P: Serialize + ?Sized,
+    P: Resumable,
     R: DeserializeOwned,
 {
     let codec = |detail: String| SessionError::Codec {
         method: method.into(),
         detail,
     };
-    let mut object = match serde_json::to_value(params) {
-        Ok(serde_json::Value::Object(map)) => map,
-        Ok(_) => return Err(codec("params must be a JSON object".to_owned())),
-        Err(e) => return Err(codec(format!("params do not serialize: {e}"))),
-    };
+    let mut params = params.clone();
     let limit = handle.shared.max_input_rounds;
     let mut rounds = 0usize;
     loop {
         let answer: Result<MaybeInputRequired<R>, SessionError> =
-            handle.peer.request(method, &object, options.clone()).await;
+            handle.peer.request(method, &params, options.clone()).await;
         let answer = match answer {
             Ok(answer) => answer,
             Err(error) => {
@@ -60,16 +83,7 @@ where
             )));
         }
         let responses = fulfil(handle, method, needed.input_requests.unwrap_or_default()).await?;
-        object.remove("inputResponses");
-        object.remove("requestState");
-        if !responses.is_empty() {
-            let value = serde_json::to_value(&responses)
-                .map_err(|e| codec(format!("input responses do not serialize: {e}")))?;
-            object.insert("inputResponses".to_owned(), value);
-        }
-        if let Some(state) = needed.request_state {
-            object.insert("requestState".to_owned(), serde_json::Value::String(state));
-        }
+        params.resume(responses, needed.request_state);
         tracing::debug!(
             method,
             round = rounds,

@@ -92,7 +92,7 @@ impl Service for ClientService {
         match notification.method.as_str() {
             method::SUBSCRIPTIONS_ACKNOWLEDGED => {
                 let params = notification.params.as_deref();
-                if self.shared.listen_state.acknowledged(params) {
+                if self.shared.era().listen_acknowledged(params) {
                     // A listen stream opened again: changes in the gap went unannounced.
                     caches.mark_all_dirty();
                 }

@@ -2,7 +2,8 @@
 //! result, list and cancel, and await one with a deadline. On a 2026-07-28 connection
 //! the same calls speak the `io.modelcontextprotocol/tasks` extension
 //! ([`tasks_per_request`](super::tasks_per_request)), where `tasks/result` and `tasks/list` do not
-//! exist.
+//! exist. The calls ask the connection's era ([`EraAdapter`](super::adapter::EraAdapter));
+//! the 2025-11-25 ways are the functions below.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -53,21 +54,6 @@ pub enum TaskStart {
 }
 
 impl ClientHandle {
-    /// The refusal of a 2025-11-25 task method that 2026-07-28 removed.
-    fn handshake_tasks_only(&self, method: &str) -> Result<(), SessionError> {
-        if !self.is_per_request() {
-            return Ok(());
-        }
-        Err(SessionError::Codec {
-            method: method.to_owned().into(),
-            detail: format!(
-                "`{method}` does not exist on a 2026-07-28 connection (the \
-                 io.modelcontextprotocol/tasks extension): use await_task, or connect with \
-                 Era::Handshake"
-            ),
-        })
-    }
-
     /// Call a tool as a task (`tools/call` with a `task` param): the server answers at
     /// once with the created task, and runs the tool in the background. `ttl` asks how
     /// long the server keeps the task (it may grant less; 2026-07-28 has no such
@@ -120,36 +106,8 @@ impl ClientHandle {
         arguments: serde_json::Value,
         ttl: Option<Duration>,
     ) -> Result<TaskStart, SessionError> {
-        static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
-        let mut params = CallToolRequestParams::new(name);
-        params.arguments = match arguments {
-            serde_json::Value::Object(map) => Some(map),
-            serde_json::Value::Null => None,
-            other => {
-                return Err(SessionError::Codec {
-                    method: method::TOOLS_CALL.into(),
-                    detail: format!("tool arguments must be a JSON object, not {other}"),
-                });
-            }
-        };
-        if self.is_per_request() {
-            return super::tasks_per_request::start(self, &params).await;
-        }
-        params.task = Some(TaskMetadata {
-            ttl: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-            ..TaskMetadata::default()
-        });
-        // A string token: an integer one below the next request id would be taken
-        // for a finished request's and dropped once the call has answered.
-        let token = format!("task-{}", NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
-        params
-            .meta
-            .get_or_insert_default()
-            .insert("progressToken".to_owned(), token.into());
-        self.peer
-            .request(method::TOOLS_CALL, &params, RequestOptions::new())
-            .await
-            .map(|created| TaskStart::Task(Box::new(created)))
+        let params = super::tool_params(name, arguments)?;
+        self.era().start_tool_task(self, params, ttl).await
     }
 
     /// `tasks/get`: the task's status now (on a 2026-07-28 connection, without its
@@ -158,11 +116,7 @@ impl ClientHandle {
     /// # Errors
     /// As [`Peer::request`](crate::Peer::request); `-32602` for an unknown or expired task.
     pub async fn get_task(&self, task_id: &str) -> Result<Task, SessionError> {
-        if self.is_per_request() {
-            return super::tasks_per_request::get_classic(self, task_id).await;
-        }
-        self.request::<methods::GetTask>(&TaskIdParams::new(task_id), RequestOptions::new())
-            .await
+        self.era().get_task(self, task_id).await
     }
 
     /// The task as 2026-07-28's `tasks/get` shows it: status, and its input requests,
@@ -175,13 +129,7 @@ impl ClientHandle {
         &self,
         task_id: &str,
     ) -> Result<mcpflow_protocol::tasks2026::DetailedTask, SessionError> {
-        if !self.is_per_request() {
-            return Err(SessionError::Codec {
-                method: method::TASKS_GET.into(),
-                detail: "task details are 2026-07-28's; use get_task and task_result".to_owned(),
-            });
-        }
-        super::tasks_per_request::get(self, task_id).await
+        self.era().task_details(self, task_id).await
     }
 
     /// `tasks/result`: waits until the task ends (at most the session's maximum request
@@ -193,15 +141,7 @@ impl ClientHandle {
     /// `-32602` for an unknown task; [`SessionError::Codec`] on a 2026-07-28 connection,
     /// which has no `tasks/result`.
     pub async fn task_result(&self, task_id: &str) -> Result<CallToolResult, SessionError> {
-        self.handshake_tasks_only(method::TASKS_RESULT)?;
-        let wait = self.peer.config().max_request_timeout();
-        self.peer
-            .request(
-                method::TASKS_RESULT,
-                &TaskIdParams::new(task_id),
-                RequestOptions::new().timeout(wait),
-            )
-            .await
+        self.era().task_result(self, task_id).await
     }
 
     /// `tasks/list`: one page of this connection's tasks.
@@ -210,13 +150,11 @@ impl ClientHandle {
     /// As [`Peer::request`](crate::Peer::request); [`SessionError::Codec`] on a
     /// 2026-07-28 connection, which has no `tasks/list`.
     pub async fn list_tasks(&self, cursor: Option<&str>) -> Result<ListTasksResult, SessionError> {
-        self.handshake_tasks_only(method::TASKS_LIST)?;
         let params = PaginatedRequestParams {
             cursor: cursor.map(str::to_owned),
             ..PaginatedRequestParams::default()
         };
-        self.request::<methods::ListTasks>(&params, RequestOptions::new())
-            .await
+        self.era().list_tasks(self, &params).await
     }
 
     /// `tasks/cancel`: the task, now `cancelled`. In 2026-07-28 cancelling is
@@ -227,11 +165,7 @@ impl ClientHandle {
     /// As [`Peer::request`](crate::Peer::request); `-32602` when the task has already
     /// ended (2025-11-25).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, SessionError> {
-        if self.is_per_request() {
-            return super::tasks_per_request::cancel(self, task_id).await;
-        }
-        self.request::<methods::CancelTask>(&TaskIdParams::new(task_id), RequestOptions::new())
-            .await
+        self.era().cancel_task(self, task_id).await
     }
 
     /// Wait for a task's result until `deadline` passes: poll `tasks/get` at the
@@ -250,23 +184,7 @@ impl ClientHandle {
         task_id: &str,
         deadline: Duration,
     ) -> Result<CallToolResult, TaskWaitError> {
-        let wait = async {
-            if self.is_per_request() {
-                return super::tasks_per_request::wait(self, task_id).await;
-            }
-            loop {
-                let task = self.get_task(task_id).await?;
-                if task.status.is_terminal() || task.status == TaskStatus::InputRequired {
-                    return self.task_result(task_id).await;
-                }
-                let poll = task
-                    .poll_interval
-                    .map_or(MIN_POLL, Duration::from_millis)
-                    .clamp(MIN_POLL, MAX_POLL);
-                tokio::time::sleep(poll).await;
-            }
-        };
-        match tokio::time::timeout(deadline, wait).await {
+        match tokio::time::timeout(deadline, self.era().wait_task(self, task_id)).await {
             Ok(answer) => Ok(answer?),
             Err(_) => {
                 if let Err(e) = self.cancel_task(task_id).await {
@@ -278,5 +196,67 @@ impl ClientHandle {
                 })
             }
         }
+    }
+}
+
+/// `tools/call` with a `task` param (2025-11-25).
+pub(super) async fn start(
+    handle: &ClientHandle,
+    mut params: CallToolRequestParams,
+    ttl: Option<Duration>,
+) -> Result<TaskStart, SessionError> {
+    static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+    params.task = Some(TaskMetadata {
+        ttl: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        ..TaskMetadata::default()
+    });
+    // A string token: an integer one below the next request id would be taken for a
+    // finished request's and dropped once the call has answered.
+    let token = format!("task-{}", NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+    params
+        .meta
+        .get_or_insert_default()
+        .insert("progressToken".to_owned(), token.into());
+    handle
+        .peer
+        .request(method::TOOLS_CALL, &params, RequestOptions::new())
+        .await
+        .map(|created| TaskStart::Task(Box::new(created)))
+}
+
+/// `tasks/result` (2025-11-25), waiting at most the session's maximum request time.
+pub(super) async fn result(
+    handle: &ClientHandle,
+    task_id: &str,
+) -> Result<CallToolResult, SessionError> {
+    let wait = handle.peer.config().max_request_timeout();
+    handle
+        .peer
+        .request(
+            method::TASKS_RESULT,
+            &TaskIdParams::new(task_id),
+            RequestOptions::new().timeout(wait),
+        )
+        .await
+}
+
+/// Poll `tasks/get` at the server's `pollInterval` until the task ends or needs input,
+/// then take `tasks/result` (2025-11-25).
+pub(super) async fn wait(
+    handle: &ClientHandle,
+    task_id: &str,
+) -> Result<CallToolResult, SessionError> {
+    loop {
+        let task: Task = handle
+            .request::<methods::GetTask>(&TaskIdParams::new(task_id), RequestOptions::new())
+            .await?;
+        if task.status.is_terminal() || task.status == TaskStatus::InputRequired {
+            return result(handle, task_id).await;
+        }
+        let poll = task
+            .poll_interval
+            .map_or(MIN_POLL, Duration::from_millis)
+            .clamp(MIN_POLL, MAX_POLL);
+        tokio::time::sleep(poll).await;
     }
 }

@@ -23,7 +23,7 @@ use super::snapshot::CatalogSnapshot;
 use super::supervisor::{
     ConnectFailure, Connector, Health, ReconnectPolicy, ServerSlot, Supervisor,
 };
-use crate::client::{Client, ClientBuilder};
+use crate::client::{Client, ClientBuilder, EraMemory};
 use crate::config::SessionConfig;
 
 /// Events kept for a slow [`ToolHost::events`] receiver before it starts missing them.
@@ -367,7 +367,8 @@ impl ToolHostBuilder {
 }
 
 /// A fresh client builder for each connection to `slot`, with the host's callbacks
-/// bound to that server.
+/// bound to that server, and one memory of its era for all of them (a server found to
+/// speak only the handshake era is not probed again when the host reconnects).
 fn client_builder(
     slot: &Arc<ServerSlot>,
     name: &str,
@@ -379,8 +380,10 @@ fn client_builder(
     let (name, version) = (name.to_owned(), version.to_owned());
     let server = slot.name.to_string();
     let calls = slot.calls.clone();
+    let era_memory = EraMemory::new();
     Arc::new(move || {
-        let mut builder = Client::builder(name.clone(), version.clone());
+        let mut builder =
+            Client::builder(name.clone(), version.clone()).era_memory(era_memory.clone());
         if let Some(config) = &session_config {
             builder = builder.session_config(config.clone());
         }

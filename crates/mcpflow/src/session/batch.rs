@@ -80,10 +80,7 @@ impl Collected {
         array.push(b']');
         Some(Outbound::new(
             array,
-            FrameMeta {
-                kind: FrameKind::Response(None),
-                related: None,
-            },
+            FrameMeta::new(FrameKind::Response(None)),
         ))
     }
 }
@@ -95,10 +92,7 @@ mod tests {
     fn answer(text: &str) -> Outbound {
         Outbound::new(
             text.as_bytes().to_vec(),
-            FrameMeta {
-                kind: FrameKind::Response(None),
-                related: None,
-            },
+            FrameMeta::new(FrameKind::Response(None)),
         )
     }
 

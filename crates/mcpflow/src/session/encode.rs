@@ -13,13 +13,7 @@ use crate::transport::{Frame, FrameKind, FrameMeta};
 
 /// A reply the reader queues on the control queue.
 pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
-    Outbound::new(
-        serialize(message),
-        FrameMeta {
-            kind,
-            related: None,
-        },
-    )
+    Outbound::new(serialize(message), FrameMeta::new(kind))
 }
 
 /// The frame for `message`; a large response's result is not copied.
@@ -269,10 +263,7 @@ mod tests {
         let text = "x".repeat(LARGE_MESSAGE_BYTES);
         let result = serde_json::value::to_raw_value(&text).unwrap();
         let at = result.get().as_ptr();
-        let meta = FrameMeta {
-            kind: FrameKind::Response(Some(RequestId::number(3))),
-            related: None,
-        };
+        let meta = FrameMeta::new(FrameKind::Response(Some(RequestId::number(3))));
         let outbound = into_frame(Message::response(RequestId::number(3), result), meta);
         let frame = outbound.frame;
         assert!(frame.is_parted());

@@ -27,7 +27,7 @@ use super::encode::into_frame;
 use super::read::ReadRequest;
 use super::writer::{Direct, DirectWrite, Outbound, Sequential};
 use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind};
-use crate::transport::{FrameKind, FrameMeta};
+use crate::transport::FrameMeta;
 
 /// The running requests by id. Ids come from the peer, so the hasher is seeded per map.
 type Running = HashMap<RequestId, Arc<RequestCancel>, RandomState>;
@@ -498,10 +498,7 @@ async fn serve(new: NewRequest) {
     let Some(handled) = handled.filter(|_| !token.is_cancelled()) else {
         return inbound.conclude(None, false, batch).await;
     };
-    let meta = FrameMeta {
-        kind: FrameKind::Response(Some(id.clone())),
-        related: Some(id.clone()),
-    };
+    let meta = FrameMeta::response(id.clone());
     let frame = match handled {
         Ok(Ok(reply)) => reply.into_frame(id, meta),
         Ok(Err(error)) => into_frame(Message::error(Some(id), error), meta),

@@ -85,7 +85,7 @@ impl Session {
             ended: CancellationToken::new(),
             reason: OnceLock::new(),
             accept_batches: AtomicBool::new(false),
-            request_meta: std::sync::RwLock::new(None),
+            envelope: std::sync::RwLock::new(None),
             inbound,
             lane: lane.clone(),
             reader_stop: Stop::default(),

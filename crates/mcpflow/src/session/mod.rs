@@ -47,7 +47,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::SessionConfig;
 use crate::error::CloseReason;
-use crate::transport::{FrameKind, FrameMeta};
+use crate::transport::FrameMeta;
 
 mod batch;
 mod cancel;
@@ -120,6 +120,13 @@ pub trait Service: Send + Sync + 'static {
     }
 }
 
+/// What every request this side sends carries: `_meta` entries (a request's own win over
+/// them) and, for the 2026-07-28 envelope, the protocol version its HTTP headers mirror.
+pub(crate) struct RequestEnvelope {
+    pub(crate) meta: serde_json::Map<String, serde_json::Value>,
+    pub(crate) mirrored: Option<Arc<crate::transport::Mirrored>>,
+}
+
 /// State shared by the session's tasks and every [`Peer`] handle.
 pub(crate) struct Shared {
     config: SessionConfig,
@@ -133,9 +140,9 @@ pub(crate) struct Shared {
     ended: CancellationToken,
     reason: OnceLock<CloseReason>,
     accept_batches: AtomicBool,
-    /// `_meta` entries put on every request this side sends (the 2026-07-28 per-request
+    /// What every request this side sends carries (the 2026-07-28 per-request
     /// envelope), set once the era is known.
-    request_meta: std::sync::RwLock<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
+    envelope: std::sync::RwLock<Option<Arc<RequestEnvelope>>>,
     inbound: Arc<Inbound>,
     lane: Arc<NotificationLane>,
     reader_stop: Stop,
@@ -174,10 +181,7 @@ impl Shared {
                 "notifications/cancelled",
                 Some(params),
             )),
-            FrameMeta {
-                kind: FrameKind::Notification,
-                related,
-            },
+            FrameMeta::cancellation(RequestId::number(id)).related_to(related),
         );
         // The ordered queue keeps the cancellation behind its request; if it is full,
         // the control queue still gets it out.

@@ -48,6 +48,9 @@ pub struct RequestOptions {
     pub(crate) on_progress: Option<ProgressCallback>,
     pub(crate) meta: Option<serde_json::Map<String, serde_json::Value>>,
     pub(crate) never_cancel: bool,
+    /// What the request's HTTP headers mirror (2026-07-28), when the caller knows more
+    /// than the envelope says.
+    pub(crate) mirrored: Option<Arc<crate::transport::Mirrored>>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -113,6 +116,13 @@ impl RequestOptions {
     /// cancelling `initialize`).
     pub fn never_cancel(mut self) -> Self {
         self.never_cancel = true;
+        self
+    }
+
+    /// What the request's HTTP headers mirror of it (2026-07-28), in place of the
+    /// envelope's.
+    pub(crate) fn mirrored(mut self, mirrored: Arc<crate::transport::Mirrored>) -> Self {
+        self.mirrored = Some(mirrored);
         self
     }
 }

@@ -14,12 +14,12 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::Shared;
 use super::deadline::Deadline;
 use super::encode::{raw_request_frame, request_frame};
 use super::options::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
 use super::pending::{self, Failure, PendingEvent};
 use super::writer::{Direct, Outbound, Signal};
+use super::{RequestEnvelope, Shared};
 use crate::config::SessionConfig;
 use crate::error::{CloseReason, SessionError};
 use crate::transport::{FrameKind, FrameMeta};
@@ -163,13 +163,12 @@ impl Peer {
             cancellable: false,
             related: self.related.clone(),
         };
-        let frame = Outbound::new(
-            bytes,
-            FrameMeta {
-                kind: FrameKind::Request,
-                related: self.related.clone(),
-            },
+        let meta = FrameMeta::request(
+            RequestId::number(id),
+            pending.method.clone(),
+            options.mirrored.clone(),
         );
+        let frame = Outbound::new(bytes, meta.related_to(self.related.clone()));
         // A lone caller's request goes out from this task when the writer is idle,
         // which saves a hand-off; a burst is left to the writer to batch. A queued
         // request waits for room at most until its deadline.
@@ -227,10 +226,10 @@ impl Peer {
     ) -> Result<(), SessionError> {
         // Serialized straight into the frame: notifications (progress above all) are
         // the most frequent message a handler sends.
-        let kind = if method == "notifications/progress" {
-            FrameKind::Progress
+        let meta = if method == PROGRESS {
+            FrameMeta::notification(FrameKind::Progress, Cow::Borrowed(PROGRESS))
         } else {
-            FrameKind::Notification
+            FrameMeta::notification(FrameKind::Notification, method_name(method))
         };
         let mut bytes = Vec::with_capacity(128);
         Message::write_notification(method, params, &mut bytes).map_err(|e| {
@@ -239,13 +238,7 @@ impl Peer {
                 detail: format!("params do not serialize: {e}"),
             }
         })?;
-        let frame = Outbound::new(
-            bytes,
-            FrameMeta {
-                kind,
-                related: self.related.clone(),
-            },
-        );
+        let frame = Outbound::new(bytes, meta.related_to(self.related.clone()));
         self.shared
             .outbound
             .send(frame)
@@ -307,31 +300,42 @@ impl Peer {
     }
 
     /// Put these `_meta` entries on every request sent from now on (`None`: stop). A
-    /// request's own [`RequestOptions::meta`] entries win over them. The client sets the
-    /// 2026-07-28 per-request envelope (protocol version, capabilities, client info)
-    /// this way.
+    /// request's own [`RequestOptions::meta`] entries win over them. (The client sets the
+    /// 2026-07-28 per-request envelope its own way, which also tells the HTTP transport
+    /// what to mirror into headers.)
     pub fn set_request_meta(&self, meta: Option<serde_json::Map<String, serde_json::Value>>) {
+        self.set_envelope(meta.map(|meta| RequestEnvelope {
+            meta,
+            mirrored: None,
+        }));
+    }
+
+    /// Put `envelope` on every request sent from now on (`None`: stop).
+    pub(crate) fn set_envelope(&self, envelope: Option<RequestEnvelope>) {
         let mut slot = self
             .shared
-            .request_meta
+            .envelope
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *slot = meta.map(Arc::new);
+        *slot = envelope.map(Arc::new);
     }
 
     fn with_request_meta(&self, mut options: RequestOptions) -> RequestOptions {
         let envelope = self
             .shared
-            .request_meta
+            .envelope
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         if let Some(envelope) = envelope {
-            let mut meta = envelope.as_ref().clone();
+            let mut meta = envelope.meta.clone();
             if let Some(own) = options.meta.take() {
                 meta.extend(own);
             }
             options.meta = Some(meta);
+            if options.mirrored.is_none() {
+                options.mirrored.clone_from(&envelope.mirrored);
+            }
         }
         options
     }
@@ -341,6 +345,9 @@ impl Peer {
         &self.shared.config
     }
 }
+
+/// The method of progress notifications, the most frequent message a handler sends.
+const PROGRESS: &str = mcpflow_protocol::methods::method::PROGRESS;
 
 /// A method name to keep with a request: a static string for every method the protocol
 /// defines, a copy otherwise.

@@ -116,13 +116,9 @@ impl fmt::Debug for Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::FrameKind;
 
     fn frame(reply: Reply, id: RequestId) -> String {
-        let meta = FrameMeta {
-            kind: FrameKind::Response(Some(id.clone())),
-            related: Some(id.clone()),
-        };
+        let meta = FrameMeta::response(id.clone());
         let out = reply.into_frame(id, meta);
         String::from_utf8(out.frame.into_bytes().to_vec()).expect("UTF-8")
     }

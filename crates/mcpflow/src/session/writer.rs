@@ -81,10 +81,7 @@ impl Outbound {
             signal: Some(signal),
             ..Outbound::frame(
                 Frame::new(bytes::Bytes::new()),
-                FrameMeta {
-                    kind: FrameKind::Notification,
-                    related,
-                },
+                FrameMeta::new(FrameKind::Notification).related_to(related),
             )
         }
     }

@@ -223,10 +223,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_frame_is_taken_now_only_where_it_needs_no_wait() {
-        let meta = FrameMeta {
-            kind: FrameKind::Request,
-            related: None,
-        };
+        let meta = FrameMeta::new(FrameKind::Request);
         let (rendezvous, _other) = MemoryTransport::pair(0);
         let (_, mut writer) = rendezvous.split();
         let text = |text: &'static str| Frame::new(text.as_bytes());

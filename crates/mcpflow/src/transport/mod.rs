@@ -7,10 +7,12 @@
 //! no locking. Frames travel as [`bytes::Bytes`] both ways, so a transport that keeps
 //! whole messages (memory, HTTP) takes them without a copy.
 //!
-//! Each outbound frame comes with a [`FrameMeta`]: what kind of message it is and which
-//! inbound request it relates to. Byte-stream transports ignore it; the HTTP transport
-//! uses it to route a response, and the progress and server-to-client requests a
-//! handler sends, onto the stream of the request that caused them.
+//! Each outbound frame comes with a [`FrameMeta`]: what kind of message it is, its method
+//! and request id, and which inbound request it relates to, as the session knew them when
+//! it built the frame. Byte-stream transports ignore it; the HTTP server uses it to route
+//! a response, and the progress and server-to-client requests a handler sends, onto the
+//! stream of the request that caused them; the HTTP client to know what each POST
+//! carries and which headers it needs, without reading the frame back.
 //!
 //! | transport | role | module |
 //! |---|---|---|
@@ -19,11 +21,13 @@
 //! | stdin/stdout | a server started by a client | [`stdio`] |
 //! | a child process | a client starting a server | [`child`] |
 
+use std::borrow::Cow;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcpflow_protocol::RequestId;
+use mcpflow_protocol::{ProtocolVersion, RequestId};
 
 use crate::error::TransportError;
 
@@ -56,14 +60,152 @@ pub enum FrameKind {
     Response(Option<RequestId>),
 }
 
-/// Routing facts about one outbound frame.
+/// Routing facts about one outbound frame, known when the session built it: a transport
+/// that routes by message reads them here rather than from the frame's bytes.
+///
+/// ```
+/// use mcpflow::protocol::RequestId;
+/// use mcpflow::transport::{FrameKind, FrameMeta};
+///
+/// let meta = FrameMeta::new(FrameKind::Notification).related_to(Some(RequestId::number(4)));
+/// assert_eq!(meta.related, Some(RequestId::number(4)));
+/// assert_eq!(meta.method(), None, "a frame made outside the session names no method");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FrameMeta {
     /// The kind of message.
     pub kind: FrameKind,
     /// The peer's request this message was sent on behalf of (progress, logs and
     /// requests sent by a request handler), if any.
     pub related: Option<RequestId>,
+    method: Option<Cow<'static, str>>,
+    /// What a request or a cancellation names; boxed, so that the frequent frames
+    /// (responses, progress) carry one pointer for it.
+    names: Option<Box<Names>>,
+}
+
+/// The requests a frame names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Names {
+    /// A request this side sends, and what its HTTP headers mirror.
+    Request {
+        id: RequestId,
+        mirrored: Option<Arc<Mirrored>>,
+    },
+    /// `notifications/cancelled` for this side's request.
+    Cancellation(RequestId),
+}
+
+impl FrameMeta {
+    /// The facts of a frame of `kind` that names no method and no request of its own.
+    pub fn new(kind: FrameKind) -> FrameMeta {
+        FrameMeta {
+            kind,
+            related: None,
+            method: None,
+            names: None,
+        }
+    }
+
+    /// The same facts, sent on behalf of the peer's request `related`.
+    #[must_use]
+    pub fn related_to(mut self, related: Option<RequestId>) -> FrameMeta {
+        self.related = related;
+        self
+    }
+
+    /// The method of a request or notification the session sent (`None` for a
+    /// response).
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    /// The id of a request this side sends.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self.names.as_deref() {
+            Some(Names::Request { id, .. }) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// For `notifications/cancelled`: the request it cancels.
+    pub fn cancels(&self) -> Option<&RequestId> {
+        match self.names.as_deref() {
+            Some(Names::Cancellation(id)) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// What a 2026-07-28 request mirrors into HTTP headers, as the client gave it.
+    pub(crate) fn mirrored(&self) -> Option<&Mirrored> {
+        match self.names.as_deref() {
+            Some(Names::Request { mirrored, .. }) => mirrored.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// A request this side sends: its id and method, and what its HTTP headers mirror.
+    pub(crate) fn request(
+        id: RequestId,
+        method: Cow<'static, str>,
+        mirrored: Option<Arc<Mirrored>>,
+    ) -> FrameMeta {
+        FrameMeta {
+            method: Some(method),
+            names: Some(Box::new(Names::Request { id, mirrored })),
+            ..FrameMeta::new(FrameKind::Request)
+        }
+    }
+
+    /// A notification of `kind` (`Notification` or `Progress`).
+    pub(crate) fn notification(kind: FrameKind, method: Cow<'static, str>) -> FrameMeta {
+        FrameMeta {
+            method: Some(method),
+            ..FrameMeta::new(kind)
+        }
+    }
+
+    /// `notifications/cancelled` for this side's request `id`.
+    pub(crate) fn cancellation(id: RequestId) -> FrameMeta {
+        FrameMeta {
+            names: Some(Box::new(Names::Cancellation(id))),
+            ..FrameMeta::notification(FrameKind::Notification, Cow::Borrowed(CANCELLED))
+        }
+    }
+
+    /// The response to the peer's request `id`, sent on its behalf.
+    pub(crate) fn response(id: RequestId) -> FrameMeta {
+        FrameMeta::new(FrameKind::Response(Some(id.clone()))).related_to(Some(id))
+    }
+}
+
+/// The method of a cancellation.
+const CANCELLED: &str = mcpflow_protocol::methods::method::CANCELLED;
+
+/// What the HTTP transport mirrors of a 2026-07-28 request into its headers: the
+/// protocol version of its `_meta` (`MCP-Protocol-Version`), the tool or prompt name,
+/// resource URI or task id (`Mcp-Name`), and the tool's `x-mcp-header` arguments
+/// (`Mcp-Param-*`). The client builds it from the request's typed params as it sends;
+/// every text is already a valid header value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mirrored {
+    pub(crate) version: ProtocolVersion,
+    /// `Mcp-Name`, encoded.
+    pub(crate) name: Option<String>,
+    /// Each `Mcp-Param-*` header's name and encoded value.
+    pub(crate) params: Vec<(String, String)>,
+}
+
+impl Mirrored {
+    /// The facts of a request that names nothing: only its protocol version.
+    pub(crate) fn version(version: ProtocolVersion) -> Mirrored {
+        Mirrored {
+            version,
+            name: None,
+            params: Vec::new(),
+        }
+    }
 }
 
 /// One outbound message's bytes: one buffer, or a large response as its head and its
@@ -239,7 +381,7 @@ pub trait FrameWriter: Send + 'static {
     /// let (ours, theirs) = tokio::io::duplex(1024);
     /// let (read, write) = tokio::io::split(ours);
     /// let (_reader, mut writer) = StreamTransport::new(read, write).split();
-    /// let meta = FrameMeta { kind: FrameKind::Request, related: None };
+    /// let meta = FrameMeta::new(FrameKind::Request);
     /// let frame = Frame::new(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec());
     /// assert_eq!(writer.try_write_now(&frame, &meta), WriteNow::Sent);
     ///
@@ -303,11 +445,4 @@ pub trait Transport: Send + 'static {
     type Writer: FrameWriter;
     /// Split into the halves the session's reader and writer own.
     fn split(self) -> (Self::Reader, Self::Writer);
-
-    /// The server this transport reaches when other connections may reach the same one
-    /// (an HTTP origin), so that what a client learnt of it (its protocol era) is
-    /// reused. `None` (the default): every connection is a server of its own.
-    fn server_key(&self) -> Option<String> {
-        None
-    }
 }

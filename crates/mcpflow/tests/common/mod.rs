@@ -291,10 +291,7 @@ impl RawPeer {
     }
 
     pub async fn send_bytes(&mut self, bytes: &[u8]) {
-        let meta = FrameMeta {
-            kind: FrameKind::Notification,
-            related: None,
-        };
+        let meta = FrameMeta::new(FrameKind::Notification);
         self.writer
             .write_frame(Frame::new(bytes.to_vec()), &meta)
             .await
@@ -318,10 +315,7 @@ impl RawPeer {
 
     /// Send several frames with one flush at the end, so they arrive as one burst.
     pub async fn send_burst(&mut self, frames: &[String]) {
-        let meta = FrameMeta {
-            kind: FrameKind::Notification,
-            related: None,
-        };
+        let meta = FrameMeta::new(FrameKind::Notification);
         for frame in frames {
             self.writer
                 .write_frame(Frame::new(frame.clone().into_bytes()), &meta)
@@ -344,10 +338,7 @@ impl RawPeer {
     /// Send `text`; `Err` with why when the other side has gone (for a peer that may
     /// still be writing when the other side closes).
     pub async fn try_send_text(&mut self, text: &str) -> Result<(), String> {
-        let meta = FrameMeta {
-            kind: FrameKind::Notification,
-            related: None,
-        };
+        let meta = FrameMeta::new(FrameKind::Notification);
         self.writer
             .write_frame(Frame::new(text.as_bytes().to_vec()), &meta)
             .await

@@ -187,10 +187,7 @@ async fn only_a_sequential_request_is_written_by_its_caller() {
 async fn a_frame_the_sink_cannot_take_at_once_is_delivered_by_the_next_flush() {
     let (ours, mut theirs) = tokio::io::duplex(16);
     let mut writer = LineWriter::new(ours);
-    let meta = FrameMeta {
-        kind: FrameKind::Request,
-        related: None,
-    };
+    let meta = FrameMeta::new(FrameKind::Request);
     let first = br#"{"jsonrpc":"2.0","id":1,"method":"test/first"}"#;
     let second = br#"{"jsonrpc":"2.0","id":2,"method":"test/second"}"#;
     assert_eq!(
@@ -216,10 +213,7 @@ async fn a_frame_the_sink_cannot_take_at_once_is_delivered_by_the_next_flush() {
 async fn a_frame_larger_than_the_buffer_is_declined() {
     let (ours, _theirs) = tokio::io::duplex(1 << 20);
     let mut writer = LineWriter::new(ours);
-    let meta = FrameMeta {
-        kind: FrameKind::Request,
-        related: None,
-    };
+    let meta = FrameMeta::new(FrameKind::Request);
     let large = vec![b' '; 64 * 1024];
     assert_eq!(
         writer.try_write_now(&Frame::new(large), &meta),

@@ -206,10 +206,7 @@ async fn ten_thousand_peer_requests_at_once_bounded_with_busy_errors_over(kind: 
     let (c, s) = pair(kind);
     let running = server.serve(s);
     let (mut reader, mut writer) = c.split();
-    let meta = FrameMeta {
-        kind: FrameKind::Request,
-        related: None,
-    };
+    let meta = FrameMeta::new(FrameKind::Request);
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"0"}}});
     writer
         .write_frame(init.to_string().into_bytes().into(), &meta)

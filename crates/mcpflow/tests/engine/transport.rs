@@ -168,10 +168,7 @@ async fn memory_capacity_zero_is_a_rendezvous() {
     let (a, b) = MemoryTransport::pair(0);
     let (_ar, mut aw) = a.split();
     let (mut br, _bw) = b.split();
-    let meta = FrameMeta {
-        kind: FrameKind::Notification,
-        related: None,
-    };
+    let meta = FrameMeta::new(FrameKind::Notification);
     let mut send = Box::pin(aw.write_frame(mcpflow::transport::Frame::new(&b"{}"[..]), &meta));
     assert!(
         futures_poll_once(&mut send).await.is_none(),

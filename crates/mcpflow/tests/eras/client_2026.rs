@@ -601,8 +601,12 @@ mod http {
     }
 
     async fn connect(url: &str) -> Client {
+        connect_with(builder(), url).await
+    }
+
+    async fn connect_with(builder: mcpflow::client::ClientBuilder, url: &str) -> Client {
         let transport = HttpClientTransport::new(url).unwrap();
-        bounded("connect over HTTP", builder().connect(transport))
+        bounded("connect over HTTP", builder.connect(transport))
             .await
             .unwrap()
     }
@@ -672,12 +676,14 @@ mod http {
             _ => reply(202, ""),
         })
         .await;
-        let client = connect(&server.url).await;
+        let memory = mcpflow::client::EraMemory::new();
+        let client = connect_with(builder().era_memory(memory.clone()), &server.url).await;
         assert!(!client.is_per_request());
         assert_eq!(server.posts("initialize").len(), 1);
         assert_eq!(client.server_info().server_info.name, "old");
-        // The era is remembered for the origin: the next connection sends no probe.
-        let again = connect(&server.url).await;
+        assert!(memory.knows_handshake_only());
+        // The era is remembered for the server: the next connection sends no probe.
+        let again = connect_with(builder().era_memory(memory), &server.url).await;
         assert!(!again.is_per_request());
         assert_eq!(server.posts("server/discover").len(), 1);
         assert_eq!(server.posts("initialize").len(), 2);

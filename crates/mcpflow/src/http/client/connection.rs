@@ -21,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 use super::TokenProvider;
 use super::outgoing::Outgoing;
 use super::sse::SseEvent;
-use super::tool_headers::ToolHeaders;
 use crate::error::TransportError;
 use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::transport::InboundFrame;
@@ -134,8 +133,6 @@ pub(super) struct Envelope<'a> {
     #[serde(default, borrow)]
     pub(super) method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    pub(super) params: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     pub(super) result: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub(super) error: Option<&'a RawValue>,
@@ -154,8 +151,6 @@ pub(super) struct Connection {
     pub(super) reinitializing: tokio::sync::Mutex<()>,
     /// Bumped when the standalone stream is (re)started; older loops stop.
     standalone: AtomicU64,
-    /// 2026-07-28: the `x-mcp-header` arguments of each tool.
-    pub(super) tool_headers: ToolHeaders,
     /// A 2026-07-28 request was sent: cancelling means closing the request's stream.
     per_request: std::sync::atomic::AtomicBool,
 }
@@ -185,7 +180,6 @@ impl Connection {
             stopped: CancellationToken::new(),
             reinitializing: tokio::sync::Mutex::new(()),
             standalone: AtomicU64::new(0),
-            tool_headers: ToolHeaders::default(),
             per_request: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -267,7 +261,7 @@ impl Connection {
     /// session cancelled.
     pub(super) fn observe_outgoing(&self, outgoing: &Outgoing) {
         if outgoing.is_initialize()
-            && let Some(id) = outgoing.ids.first()
+            && let Some(id) = outgoing.meta.id()
         {
             lock(&self.state).handshake = Some(Handshake {
                 initialize_id: id.clone(),
@@ -278,14 +272,11 @@ impl Connection {
             if let Some(handshake) = lock(&self.state).handshake.as_mut() {
                 handshake.initialized = Some(outgoing.bytes.clone());
             }
-        } else if let Some(id) = &outgoing.cancels {
+        } else if let Some(id) = outgoing.cancels() {
             self.settle(id);
         }
-        if outgoing.per_request.is_some() {
+        if outgoing.mirrored().is_some() {
             self.per_request.store(true, Ordering::Relaxed);
-            if outgoing.method.as_deref() == Some("tools/list") {
-                self.tool_headers.listing(&outgoing.ids);
-            }
         }
     }
 
@@ -470,7 +461,6 @@ impl Connection {
                     {
                         self.capture_version(result);
                     }
-                    self.tool_headers.answered(&id, result);
                     answers = Some(id);
                 }
                 _ => {}

@@ -48,7 +48,7 @@ pub(super) async fn expired(
         conn.fail_frame(outgoing, waiter, e).await;
         return;
     }
-    if matches!(outgoing.kind, crate::transport::FrameKind::Response(_)) {
+    if outgoing.is_response() {
         tracing::warn!(
             "dropped {} after session `{session}` expired: it answered a request of the old session",
             outgoing.describe()

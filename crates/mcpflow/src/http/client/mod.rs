@@ -21,12 +21,13 @@
 //!   [`sse_idle_timeout`](HttpClientBuilder::sse_idle_timeout): each fails the affected
 //!   requests at once with [`SessionError::Transport`](crate::SessionError::Transport)
 //!   carrying [`TransportError::Http`], while the connection stays open.
-//! - **2026-07-28.** A request whose `_meta` names the protocol version is sent without
-//!   a session, with `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
-//!   `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments (learnt from the
-//!   `tools/list` answers passing through). A JSON-RPC error in a 4xx body is its
-//!   answer; an empty or unreadable body fails it, which makes the client's probe fall
-//!   back to `initialize`. Cancelling it closes its stream.
+//! - **2026-07-28.** A request the client sent in the per-request era is sent without a
+//!   session, with `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
+//!   `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments, as the client gave
+//!   them with the frame ([`FrameMeta`]: the frame is never read back). A JSON-RPC
+//!   error in a 4xx body is its answer; an empty or unreadable body fails it, which
+//!   makes the client's probe fall back to `initialize`. Cancelling it closes its
+//!   stream.
 //! - **Legacy servers.** When the first POST (`initialize`) is answered 400, 404 or 405
 //!   without a 2026-07-28 error in its body, the transport opens the URL as an HTTP+SSE
 //!   event stream, waits for its `endpoint` event and POSTs every message there; answers
@@ -65,7 +66,6 @@ mod outgoing;
 mod post;
 mod sse;
 mod stream;
-mod tool_headers;
 
 use std::fmt;
 use std::future::Future;
@@ -362,16 +362,6 @@ impl Transport for HttpClientTransport {
     type Reader = HttpClientReader;
     type Writer = HttpClientWriter;
 
-    /// The origin (`scheme://host:port`) and path of the MCP endpoint.
-    fn server_key(&self) -> Option<String> {
-        let url = &self.config.url;
-        Some(format!(
-            "{}{}",
-            url.origin().ascii_serialization(),
-            url.path()
-        ))
-    }
-
     fn split(self) -> (HttpClientReader, HttpClientWriter) {
         let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);
         let conn = Arc::new(Connection::new(self.config, self.http, tx));
@@ -480,7 +470,7 @@ impl FrameWriter for HttpClientWriter {
                 detail: "the transport was closed".to_owned(),
             });
         }
-        let outgoing = Outgoing::read(frame.into_bytes(), meta);
+        let outgoing = Outgoing::new(frame.into_bytes(), meta);
         self.conn.observe_outgoing(&outgoing);
         let (sent, next) = oneshot::channel();
         let previous = self.last_sent.replace(next);

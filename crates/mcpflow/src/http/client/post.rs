@@ -21,10 +21,11 @@ use super::connection::{
 };
 use super::expiry::expired;
 use super::legacy;
-use super::outgoing::{Mirrored, Outgoing};
+use super::outgoing::Outgoing;
 use super::sse::Cursor;
 use super::stream::{EventReader, drain, follow, start_standalone};
 use crate::error::TransportError;
+use crate::transport::Mirrored;
 use mcpflow_protocol::ErrorObject;
 
 /// Longest wait for a notification or response to be accepted before the next frame
@@ -48,7 +49,7 @@ pub(super) async fn send(
     if let Some(previous) = previous {
         let _ = previous.await;
     }
-    let waiter = conn.register(&outgoing.ids);
+    let waiter = conn.register(outgoing.ids());
     let mut gate = Some(sent);
     post(&conn, &outgoing, &waiter, &mut gate, true).await;
 }
@@ -98,7 +99,7 @@ pub(super) fn post<'a>(
             return;
         }
         let sent_session = conn.session();
-        let with_version = !outgoing.is_initialize() && outgoing.per_request.is_none();
+        let with_version = !outgoing.is_initialize() && outgoing.mirrored().is_none();
         let mut sends = 0;
         let response = loop {
             let generation = authorize::generation(conn);
@@ -111,8 +112,8 @@ pub(super) fn post<'a>(
                 )
                 .await
                 .header(CONTENT_TYPE, "application/json");
-            if let Some(per_request) = &outgoing.per_request {
-                request = per_request_headers(conn, outgoing, per_request, request);
+            if let Some(mirrored) = outgoing.mirrored() {
+                request = per_request_headers(outgoing, mirrored, request);
             }
             let request = request.body(outgoing.bytes.clone());
             // A request answered elsewhere or cancelled meanwhile needs no answer here.
@@ -142,7 +143,7 @@ pub(super) fn post<'a>(
             }
         };
         let status = response.status();
-        if outgoing.per_request.is_some() && !status.is_success() {
+        if outgoing.mirrored().is_some() && !status.is_success() {
             refused_per_request(conn, outgoing, waiter, response).await;
             return;
         }
@@ -202,41 +203,26 @@ pub(super) fn post<'a>(
     })
 }
 
-/// The 2026-07-28 headers of a request: `MCP-Protocol-Version` from its `_meta`,
-/// `Mcp-Method`, `Mcp-Name` (tool or prompt name, resource URI, task id) and `Mcp-Param-*` for
-/// the tool's `x-mcp-header` arguments.
+/// The 2026-07-28 headers of a request, as the client gave them with the frame:
+/// `MCP-Protocol-Version` (its `_meta`'s), `Mcp-Method`, `Mcp-Name` (tool or prompt
+/// name, resource URI, task id) and `Mcp-Param-*` for the tool's `x-mcp-header`
+/// arguments.
 fn per_request_headers(
-    conn: &Connection,
     outgoing: &Outgoing,
-    per_request: &Mirrored,
+    mirrored: &Mirrored,
     mut request: reqwest::RequestBuilder,
 ) -> reqwest::RequestBuilder {
-    use crate::client::headers::encode_text;
-    let method = outgoing.method.as_deref().unwrap_or_default();
     request = request
         .header(
             crate::http::PROTOCOL_VERSION_HEADER,
-            per_request.protocol_version(),
+            mirrored.version.as_str(),
         )
-        .header("Mcp-Method", method);
-    let name = match method {
-        "tools/call" | "prompts/get" => per_request.name.as_deref(),
-        "resources/read" => per_request.uri.as_deref(),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => per_request.task_id.as_deref(),
-        _ => None,
-    };
-    if let Some(name) = name {
-        request = request.header("Mcp-Name", encode_text(name));
+        .header("Mcp-Method", outgoing.method().unwrap_or_default());
+    if let Some(name) = &mirrored.name {
+        request = request.header("Mcp-Name", name);
     }
-    if method == "tools/call"
-        && let Some(tool) = &per_request.name
-    {
-        for (header, value) in conn
-            .tool_headers
-            .param_headers(tool, per_request.arguments.as_deref())
-        {
-            request = request.header(header, value);
-        }
+    for (header, value) in &mirrored.params {
+        request = request.header(header, value);
     }
     request
 }
@@ -254,9 +240,9 @@ fn per_request_error_for(body: &[u8], outgoing: &Outgoing) -> Option<ErrorObject
     let ours = refusal
         .id
         .as_ref()
-        .is_some_and(|id| outgoing.ids.iter().any(|i| i.correlates_with(id)));
+        .is_some_and(|id| outgoing.ids().iter().any(|i| i.correlates_with(id)));
     let per_request_code = crate::client::era_error(refusal.error.code);
-    (ours && (per_request_code || outgoing.per_request.is_some())).then_some(refusal.error)
+    (ours && (per_request_code || outgoing.mirrored().is_some())).then_some(refusal.error)
 }
 
 /// A 2026-07-28 request answered with an error status: a JSON-RPC error for it is its
