@@ -30,7 +30,7 @@ const REST_SETTLE: Duration = Duration::from_millis(200);
 /// One JSON line of `--json`; inapplicable fields are null.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct Measurement {
-    /// `mcpflow`, `baseline`, `baseline-pipes`, `rmcp` or `rmcp-pipes`.
+    /// `mcpflow`, `mcpflow-2026`, `baseline`, `baseline-pipes`, `rmcp` or `rmcp-pipes`.
     pub system: String,
     /// `memory`, `stdio` or `http`.
     pub transport: String,
@@ -181,7 +181,7 @@ fn serve_in_memory(
             let (sr, sw) = tokio::io::split(b);
             tokio::spawn(baseline::serve(sr, sw));
         }
-        "mcpflow" => {
+        "mcpflow" | "mcpflow-2026" => {
             let (sr, sw) = tokio::io::split(b);
             running = Some(mcpflow_sys::server().serve(StreamTransport::new(sr, sw)));
         }
@@ -260,23 +260,23 @@ async fn connect(system: &str, transport: &str, layout: Layout) -> Result<Connec
     let mut server = None;
     let mut child_proc = None;
     let conn = match (system, transport) {
-        ("mcpflow", "memory") => {
+        ("mcpflow" | "mcpflow-2026", "memory") => {
             let (end, running) = serve_in_memory(system)?;
             server = running;
             let (cr, cw) = tokio::io::split(end);
-            let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
+            let client = mcpflow_sys::client(system)
                 .connect(StreamTransport::new(cr, cw))
                 .await
                 .map_err(|e| e.to_string())?;
             Conn::Mcpflow(client)
         }
-        ("mcpflow", "stdio") => {
+        ("mcpflow" | "mcpflow-2026", "stdio") => {
             let child = ChildProcess::builder(current_exe()?)
-                .args(["serve", "mcpflow"])
+                .args(["serve", system])
                 .spawn()
                 .map_err(|e| e.to_string())?;
             server_pid = child.pid();
-            let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
+            let client = mcpflow_sys::client(system)
                 .connect(child)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -301,14 +301,14 @@ async fn connect(system: &str, transport: &str, layout: Layout) -> Result<Connec
                 .map_err(|e| e.to_string())?;
             Conn::Rmcp(client)
         }
-        ("mcpflow" | "rmcp", "http") => {
+        ("mcpflow" | "mcpflow-2026" | "rmcp", "http") => {
             let spawned = http::spawn_server(system).await?;
             server_pid = spawned.pid;
             child_proc = Some(spawned.child);
             let url = spawned.url;
-            if system == "mcpflow" {
+            if system != "rmcp" {
                 let transport = HttpClientTransport::new(url).map_err(|e| e.to_string())?;
-                let client = McpflowClient::builder("mcpflow-bench", "1.0.0")
+                let client = mcpflow_sys::client(system)
                     .connect(transport)
                     .await
                     .map_err(|e| e.to_string())?;

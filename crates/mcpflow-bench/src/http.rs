@@ -1,6 +1,8 @@
 //! The `http` transport (streamable HTTP). The server is a child process of this binary
 //! (`serve <system> --http`) listening on `127.0.0.1` at a port the system picks; it
 //! prints its endpoint's URL as one line on stdout and serves until its stdin closes.
+//! With `MCPFLOW_BENCH_SERVE_UNDER` set (e.g. `valgrind --tool=callgrind`), the server
+//! runs under that command.
 
 use std::io::Write as _;
 use std::process::Stdio;
@@ -17,8 +19,10 @@ use crate::{baseline_http, mcpflow_sys, rmcp_sys};
 
 /// Where every HTTP server listens (port 0: the system picks one).
 const ADDR: &str = "127.0.0.1:0";
-/// Longest wait for a server process to print its URL.
-const URL_WAIT: Duration = Duration::from_secs(10);
+/// Longest wait for a server process to print its URL (long enough for valgrind).
+const URL_WAIT: Duration = Duration::from_secs(60);
+/// A command line to run the server under, split at whitespace.
+const SERVE_UNDER: &str = "MCPFLOW_BENCH_SERVE_UNDER";
 
 /// A server process and its endpoint.
 pub struct HttpChild {
@@ -33,7 +37,17 @@ pub struct HttpChild {
 /// Start `serve <system> --http` and read the URL it prints.
 pub async fn spawn_server(system: &str) -> Result<HttpChild, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let mut child = tokio::process::Command::new(exe)
+    let under = std::env::var(SERVE_UNDER).unwrap_or_default();
+    let mut words = under.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(words).arg(exe);
+            command
+        }
+        None => tokio::process::Command::new(exe),
+    };
+    let mut child = command
         .args(["serve", system, "--http"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -70,7 +84,7 @@ pub async fn spawn_server(system: &str) -> Result<HttpChild, String> {
 /// Serve the benchmark tools over HTTP as `system` until stdin closes.
 pub async fn serve(system: &str) -> i32 {
     let served = match system {
-        "mcpflow" => serve_mcpflow().await,
+        "mcpflow" | "mcpflow-2026" => serve_mcpflow().await,
         // rmcp as its examples serve it (axum's defaults); the baseline, the floor, with
         // TCP_NODELAY as mcpflow's server sets it.
         "rmcp" => serve_router(rmcp_router(), false).await,

@@ -34,10 +34,11 @@ use crate::cell::{Measurement, Sizes};
 use crate::layout::Layout;
 
 /// Every system, in table order.
-const SYSTEMS: [&str; 5] = [
+const SYSTEMS: [&str; 6] = [
     "baseline",
     "baseline-pipes",
     "mcpflow",
+    "mcpflow-2026",
     "rmcp",
     "rmcp-pipes",
 ];
@@ -47,6 +48,9 @@ const ON_REQUEST: [&str; 1] = ["baseline-pipes"];
 /// `--system`: those layouts are there to test mcpflow's server, and the baseline's
 /// gives each its floor.
 const RAW_ON_REQUEST: [&str; 2] = ["rmcp", "rmcp-pipes"];
+/// Systems that differ from another only in their client (`mcpflow-2026`: mcpflow's
+/// server, its client in the per-request era): they run with their own client only.
+const SDK_ONLY: [&str; 1] = ["mcpflow-2026"];
 /// Every transport.
 const TRANSPORTS: [&str; 3] = ["memory", "stdio", "http"];
 /// Every workload.
@@ -67,9 +71,9 @@ struct Cli {
     /// Print one JSON line per measurement (the table then goes to stderr).
     #[arg(long)]
     json: bool,
-    /// Only these systems (comma-separated: baseline, mcpflow, rmcp, rmcp-pipes; and
-    /// baseline-pipes, the baseline's server on non-blocking stdio pipes, which runs
-    /// only when named).
+    /// Only these systems (comma-separated: baseline, mcpflow, mcpflow-2026 (mcpflow's
+    /// client in the per-request era), rmcp, rmcp-pipes; and baseline-pipes, the
+    /// baseline's server on non-blocking stdio pipes, which runs only when named).
     #[arg(long, value_delimiter = ',')]
     system: Vec<String>,
     /// Only these transports (memory, stdio, http).
@@ -95,7 +99,8 @@ enum Command {
     /// with `--http` over streamable HTTP on 127.0.0.1, printing the URL first.
     #[command(hide = true)]
     Serve {
-        /// baseline, mcpflow, rmcp, or (stdio only) baseline-pipes or rmcp-pipes.
+        /// baseline, mcpflow (or mcpflow-2026, the same server), rmcp, or (stdio only)
+        /// baseline-pipes or rmcp-pipes.
         system: String,
         /// Serve over HTTP until stdin closes.
         #[arg(long)]
@@ -122,6 +127,10 @@ enum Command {
         /// Quick sizes.
         #[arg(long)]
         quick: bool,
+        /// W1 and W2 calls instead of the workload's (scripts/bench-callgrind.sh runs a
+        /// cell at two counts, so that the difference leaves out startup).
+        #[arg(long)]
+        calls: Option<u64>,
     },
     /// Hostile traffic against a streamable HTTP server this command starts: stalled
     /// uploads, slowloris, abandoned sessions, never-read answers. Prints one markdown table.
@@ -156,12 +165,17 @@ fn main() {
                 ref layout,
                 round,
                 quick,
+                calls,
             }) => {
                 let Some(layout) = Layout::parse(layout) else {
                     eprintln!("mcpflow-bench: unknown layout {layout}");
                     return 2;
                 };
-                let sizes = Sizes::new(quick);
+                let mut sizes = Sizes::new(quick);
+                if let Some(calls) = calls {
+                    sizes.w1_calls = calls;
+                    sizes.w2_calls = calls;
+                }
                 let m = cell::run_cell(system, transport, workload, layout, round, sizes).await;
                 match serde_json::to_string(&m) {
                     Ok(line) => {
@@ -192,7 +206,7 @@ async fn serve(system: &str) -> i32 {
                 return 1;
             }
         },
-        "mcpflow" => {
+        "mcpflow" | "mcpflow-2026" => {
             mcpflow_sys::server()
                 .serve(mcpflow::transport::stdio::stdio())
                 .wait()
@@ -250,6 +264,7 @@ async fn orchestrate(cli: &Cli) -> i32 {
         (transport == "stdio" || !system.ends_with("-pipes"))
             && (layout == Layout::Sdk
                 || (workload != "rest"
+                    && !SDK_ONLY.contains(&system)
                     && (!RAW_ON_REQUEST.contains(&system)
                         || cli.system.iter().any(|s| s == system))))
     };

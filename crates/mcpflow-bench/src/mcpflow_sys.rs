@@ -1,9 +1,10 @@
-//! mcpflow's side: a `Server` with the three tools and calls through a `Client`.
+//! mcpflow's side: a `Server` with the three tools and calls through a `Client`, in
+//! either protocol era.
 
 use std::sync::Arc;
 
 use mcpflow::RequestOptions;
-use mcpflow::client::Client;
+use mcpflow::client::{Client, ClientBuilder, Era};
 use mcpflow::protocol::{CallToolRequestParams, CallToolResult, ContentBlock};
 use mcpflow::schemars::JsonSchema;
 use mcpflow::server::Server;
@@ -32,9 +33,11 @@ struct Big {
 }
 
 /// The benchmark server: `echo`, `progress` and `big`, typed tools as the README writes
-/// them (the other systems' servers decode typed arguments too).
+/// them (the other systems' servers decode typed arguments too). It serves both eras, as
+/// by default, so `mcpflow` and `mcpflow-2026` differ only in their client.
 pub fn server() -> Server {
     Server::builder("mcpflow-bench", "1.0.0")
+        .per_request_era(true)
         .typed_tool("echo", "Echo the text back", |args: Echo, _cx| async move {
             Ok::<_, Infallible>(args.text)
         })
@@ -58,6 +61,18 @@ pub fn server() -> Server {
             },
         )
         .build()
+}
+
+/// The client of `system`: `mcpflow` runs the `initialize` handshake; `mcpflow-2026`
+/// speaks the per-request era (2026-07-28: `server/discover`, then every request carries
+/// its own `_meta`; over HTTP each call is a POST without a session).
+pub fn client(system: &str) -> ClientBuilder {
+    let era = if system == "mcpflow-2026" {
+        Era::PerRequest
+    } else {
+        Era::Handshake
+    };
+    Client::builder("mcpflow-bench", "1.0.0").era(era)
 }
 
 /// The first block's text, moved out of the result (as the other systems do).

@@ -264,6 +264,9 @@ const COST_TARGETS: [(&str, &str, f64); 10] = [
     ("w4", "memory", 1.2),
     ("w4", "stdio", 1.2),
 ];
+/// mcpflow's per-request era (`mcpflow-2026`) over this transport in these workloads:
+/// at least this fraction of the handshake path's (`mcpflow`'s) calls per second.
+const PER_REQUEST_TARGET: (&str, [&str; 2], f64) = ("http", ["w1", "w2"], 0.8);
 /// W4 peak RSS: mcpflow's at most this many times the baseline's.
 const PEAK_RSS_TARGET: (&str, [&str; 2], f64) = ("w4", ["memory", "stdio"], 1.2);
 /// Anonymous RSS at rest, at most (MiB).
@@ -317,6 +320,19 @@ pub fn targets(results: &[Measurement]) -> String {
             met &= s.in_order_runs == runs;
         }
         target_row(&mut out, &target, transport, &figure, Some(met));
+    }
+    let (transport, workloads, floor) = PER_REQUEST_TARGET;
+    for workload in workloads {
+        let target =
+            format!("{workload}: 2026 per-request calls at ≥ {floor}× the handshake path's rate");
+        // Calls per second over the handshake path's: its time per call over ours.
+        match cells.cost_ratio(("mcpflow", "mcpflow-2026"), sdk, transport, workload) {
+            Some(r) => {
+                let figure = format!("{r:.2}×");
+                target_row(&mut out, &target, transport, &figure, Some(r >= floor));
+            }
+            None => target_row(&mut out, &target, transport, "not run", None),
+        }
     }
     let (workload, transports, limit) = PEAK_RSS_TARGET;
     for transport in transports {
