@@ -106,7 +106,7 @@ impl ClientHandle {
         arguments: serde_json::Value,
         ttl: Option<Duration>,
     ) -> Result<TaskStart, SessionError> {
-        let params = super::tool_params(name, arguments)?;
+        let params = super::calls::tool_params(name, arguments)?;
         self.era().start_tool_task(self, params, ttl).await
     }
 

@@ -19,6 +19,7 @@ mod config;
 mod connect;
 mod error;
 mod names;
+mod server_options;
 mod snapshot;
 mod supervisor;
 mod tool_host;
@@ -40,12 +41,13 @@ pub use error::{HostError, TimeoutPhase};
 pub use names::{
     CollisionPolicy, MAX_NAME_LEN, NameFn, NamePolicy, ToolFilter, ToolPredicate, fit_name,
 };
+pub use server_options::ServerOptions;
 pub use snapshot::{
     CatalogChange, CatalogPrompt, CatalogSnapshot, CatalogTool, Collision, ItemKind, ItemRef,
     Served,
 };
 pub use supervisor::{ConnectFailure, Connector, Health, ReconnectPolicy};
-pub use tool_host::{ServerOptions, ToolHost, ToolHostBuilder};
+pub use tool_host::{ToolHost, ToolHostBuilder};
 
 /// What a host announces ([`ToolHost::events`]).
 #[derive(Debug, Clone)]

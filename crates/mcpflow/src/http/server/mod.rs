@@ -85,6 +85,7 @@ mod guard;
 mod handlers;
 mod listener;
 mod posted;
+mod routes;
 mod session;
 mod sessionless;
 mod table;
