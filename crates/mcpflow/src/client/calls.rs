@@ -38,7 +38,7 @@ impl ClientHandle {
     /// while the tool reports progress).
     ///
     /// # Errors
-    /// As [`Peer::request`]. A tool that fails returns `Ok` with `is_error` set.
+    /// As [`Peer::request`](crate::Peer::request). A tool that fails returns `Ok` with `is_error` set.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -52,7 +52,7 @@ impl ClientHandle {
     /// Call a tool with explicit options (progress callback, timeouts, `_meta`).
     ///
     /// # Errors
-    /// As [`Peer::request`].
+    /// As [`Peer::request`](crate::Peer::request).
     pub async fn call_tool_with(
         &self,
         params: &CallToolRequestParams,
@@ -121,7 +121,7 @@ impl ClientHandle {
     /// ([`PendingRequest::next_event`](crate::session::PendingRequest::next_event)).
     ///
     /// # Errors
-    /// As [`Peer::send_request`].
+    /// As [`Peer::send_request`](crate::Peer::send_request).
     pub async fn start_call_tool(
         &self,
         params: &CallToolRequestParams,
