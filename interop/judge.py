@@ -3,9 +3,9 @@
 usage: judge.py peer-client OUTPUT_FILE SAMPLING_TEXT CHECK_CHANGE(0|1)
        judge.py mcpflow-client DIR SAMPLING_TEXT
        judge.py features OUTPUT_FILE   (interop/peers/features.py against the everything server)
-       judge.py modern OUTPUT_FILE VERSION CHECK_CHANGE(0|1)   (interop/peers/modern.py / modern.mjs)
+       judge.py per-request OUTPUT_FILE VERSION CHECK_CHANGE(0|1)   (interop/peers/per_request.py / per_request.mjs)
        judge.py inspector LIST_OUTPUT CALL_OUTPUT   (mcp-inspector --cli --protocol-era modern)
-       judge.py mcpflow-modern DIR   (the mcpflow client at 2026-07-28 against interop/peers/server_modern.py)
+       judge.py mcpflow-per-request DIR   (the mcpflow client at 2026-07-28 against interop/peers/server_per_request.py)
        judge.py tasks OUTPUT_FILE   (a peer client running a task against the everything server)
 Prints `PASS detail` or `FAIL detail` (one line).
 """
@@ -65,8 +65,8 @@ def peer_client(path, sampling_text, check_change):
         info.append("logs not requested (2026-07-28 without a per-request logLevel)")
     elif logs_on_wire < 1 or not out.get("logs"):
         problems.append("no log notification before a result, or not delivered to the log callback")
-    modern = out.get("era") == "modern" or (pv or "") >= "2026-07-28"
-    if check_change and modern:
+    per_request_era = out.get("era") == "modern" or (pv or "") >= "2026-07-28"
+    if check_change and per_request_era:
         # 2026-07-28 delivers list changes only on a subscriptions/listen stream, which this
         # client does not open; the 2026-07-28 cells check list changes on listen.
         info.append("list change not sent without a listen stream (2026-07-28)")
@@ -142,8 +142,8 @@ def mcpflow_client(d, sampling_text):
     return (not problems), "; ".join(problems or info)
 
 
-def mcpflow_modern(d):
-    """mcpflow's client pinned to 2026-07-28 against server_modern.py: the version, a call
+def mcpflow_per_request(d):
+    """mcpflow's client pinned to 2026-07-28 against server_per_request.py: the version, a call
     with progress and a log, a list change, and an elicitation through input_required."""
     d = Path(d)
     problems, info = [], []
@@ -238,8 +238,8 @@ def features(path):
     return (not problems), "; ".join(problems or info)
 
 
-def modern(path, version, check_change):
-    """A modern.py / modern.mjs run: the negotiated version, a call with progress, an elicitation
+def per_request(path, version, check_change):
+    """A per_request.py / per_request.mjs run: the negotiated version, a call with progress, an elicitation
     answered through the era's own channel, and (when asked) a list change seen on listen."""
     try:
         out = last_json_line(open(path).read())
@@ -353,10 +353,10 @@ if __name__ == "__main__":
         ok, detail = features(sys.argv[2])
     elif kind == "inspector":
         ok, detail = inspector(sys.argv[2], sys.argv[3])
-    elif kind == "modern":
-        ok, detail = modern(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
-    elif kind == "mcpflow-modern":
-        ok, detail = mcpflow_modern(sys.argv[2])
+    elif kind == "per-request":
+        ok, detail = per_request(sys.argv[2], sys.argv[3], sys.argv[4] == "1")
+    elif kind == "mcpflow-per-request":
+        ok, detail = mcpflow_per_request(sys.argv[2])
     elif kind == "tasks":
         ok, detail = tasks(sys.argv[2])
     else:

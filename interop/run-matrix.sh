@@ -217,8 +217,8 @@ done
 # progress, an elicitation answered through input_required, and a tool-list change seen on
 # subscriptions/listen; the Inspector CLI with --protocol-era modern lists and calls.
 declare -A per_request_clients=(
-    [py2]="$py2 $root/interop/peers/modern.py --mode auto"
-    [ts2]="$node $peers/node/modern.mjs --mode auto"
+    [py2]="$py2 $root/interop/peers/per_request.py --mode auto"
+    [ts2]="$node $peers/node/per_request.mjs --mode auto"
 )
 PER_REQUEST_TOOLS=(--progress test_tool_with_progress --elicit test_elicitation --change test_trigger_tool_change)
 for c in py2 ts2; do
@@ -226,14 +226,14 @@ for c in py2 ts2; do
     # shellcheck disable=SC2086
     $T ${per_request_clients[$c]} "${PER_REQUEST_TOOLS[@]}" -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
     echo $? >"$f.rc"
-    report "mcpflow(2026-07-28) <- $c" "$(judge modern "$f.out" 2026-07-28 1)"
+    report "mcpflow(2026-07-28) <- $c" "$(judge per-request "$f.out" 2026-07-28 1)"
     f="$logs/mcpflow-http-2026.$c"
     if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT@; then
         # shellcheck disable=SC2086
         $T ${per_request_clients[$c]} "${PER_REQUEST_TOOLS[@]}" --url "$http_url" >"$f.out" 2>"$f.err"
         echo $? >"$f.rc"
         stop_http
-        report "mcpflow(http, 2026-07-28) <- $c" "$(judge modern "$f.out" 2026-07-28 1)" "$f.server.log"
+        report "mcpflow(http, 2026-07-28) <- $c" "$(judge per-request "$f.out" 2026-07-28 1)" "$f.server.log"
     else
         report "mcpflow(http, 2026-07-28) <- $c" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
     fi
@@ -246,7 +246,7 @@ for c in py2 ts2; do
     $T ${per_request_clients[$c]/--mode auto/--mode legacy} --progress test_tool_with_progress --elicit test_elicitation \
         -- "${server_cmd[@]}" >"$f.out" 2>"$f.err"
     echo $? >"$f.rc"
-    report "mcpflow(2025-11-25, same elicitation tool) <- $c" "$(judge modern "$f.out" 2025-11-25 0)"
+    report "mcpflow(2025-11-25, same elicitation tool) <- $c" "$(judge per-request "$f.out" 2025-11-25 0)"
 done
 inspector() { # out-file args... ; the Inspector keeps its state under $HOME
     local out="$1"
@@ -403,27 +403,27 @@ for t in stdio http; do
     d="$logs/py2-per-request-$t.mcpflow"
     mkdir -p "$d"
     name="py2-per-request($t) <- mcpflow --era per-request"
-    modern_cmd=("$py2" "$root/interop/peers/server_modern.py")
-    place=(-- "${modern_cmd[@]}")
+    server_cmd=("$py2" "$root/interop/peers/server_per_request.py")
+    place=(-- "${server_cmd[@]}")
     if [[ $t == http ]]; then
-        if ! start_http "$d/server.log" "${modern_cmd[@]}" --http-port @PORT@; then
+        if ! start_http "$d/server.log" "${server_cmd[@]}" --http-port @PORT@; then
             report "$name" "FAIL the server did not accept connections within 10 s" "$d/server.log"
             continue
         fi
         place=(--url "$http_url")
     fi
-    run_modern() { # name subcommand args...
+    run_per_request() { # name subcommand args...
         local n="$1" sub="$2"
         shift 2
         $T "$mcpflow" "$sub" --era per-request --json --timeout 20 "$@" "${place[@]}" >"$d/$n.out" 2>"$d/$n.err"
         echo $? >"$d/$n.rc"
     }
-    run_modern inspect inspect
-    run_modern echo call echo '{"text":"hello"}'
-    run_modern change call change_tools
-    run_modern confirm call --elicitation-response '{"ok":true}' confirm '{"action":"deploy"}'
+    run_per_request inspect inspect
+    run_per_request echo call echo '{"text":"hello"}'
+    run_per_request change call change_tools
+    run_per_request confirm call --elicitation-response '{"ok":true}' confirm '{"action":"deploy"}'
     stop_http
-    report "$name" "$(judge mcpflow-modern "$d")" "$d/server.log"
+    report "$name" "$(judge mcpflow-per-request "$d")" "$d/server.log"
 done
 
 # --- OAuth: the peers' authorization flows against a protected mcpflow server ------------

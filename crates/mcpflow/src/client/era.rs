@@ -150,11 +150,11 @@ pub(crate) enum Verdict {
     AskWith(ProtocolVersion),
 }
 
-/// Classify the answer to a `server/discover` probe. The rules are 2026-07-28's for a
-/// dual-era client (`shared/notes/spec.md` §A.3.4): "`DiscoverResult` → modern. A
-/// recognized modern error such as `UnsupportedProtocolVersionError` → modern; pick
-/// from `supported`. Do **not** fall back. Any other error, or a timeout → legacy; fall
-/// back to `initialize`. The fallback MUST NOT be keyed to one specific error code."
+/// Classify the answer to a `server/discover` probe, by 2026-07-28's rules for a client
+/// of both eras: a `DiscoverResult`, or a per-request error the client recognises (such
+/// as `UnsupportedProtocolVersionError`, then pick from `supported`), means the
+/// per-request era, with no fall back; any other error, or a timeout, means the
+/// handshake (`initialize`). The fall back is never keyed to one error code.
 /// The schema says how to pick: "The client should choose a version from this list for
 /// use in subsequent requests" (`supportedVersions`), and "choose a mutually supported
 /// version from this list and retry" (the error's `supported`).

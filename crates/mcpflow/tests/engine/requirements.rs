@@ -28,7 +28,7 @@ struct Requirement {
 }
 
 const REQUIREMENTS: &[Requirement] = &[
-    // Engine guarantees (ARCHITECTURE.md section 2).
+    // Engine guarantees (docs/architecture.md, The engine, Guarantees).
     Requirement {
         id: "G1",
         text: "the reader never waits on user code; its only await is the transport read",
@@ -154,7 +154,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "adversarial::client_survives_a_misbehaving_server",
         ],
     },
-    // Specification MUSTs, legacy era (shared/notes/spec.md Part B and section 1).
+    // Specification MUSTs, handshake era (the MCP specification, 2024-11-05 to 2025-11-25).
     Requirement {
         id: "S-jsonrpc-id",
         text: "request ids are strings or integers, never null; responses carry the request's id",
@@ -431,7 +431,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "engine::ten_thousand_progress_notifications_delivered_in_order_before_the_result",
         ],
     },
-    // The 2026-07-28 per-request era (shared/notes/spec.md Part A).
+    // The 2026-07-28 per-request era (the MCP specification, 2026-07-28).
     Requirement {
         id: "S-era-discover",
         text: "a server implements server/discover: its supported versions, its capabilities and serverInfo in _meta",

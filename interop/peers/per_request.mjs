@@ -1,7 +1,7 @@
 // Interop peer client for the 2026-07-28 era on the TypeScript SDK v2 (@modelcontextprotocol/client 2.x).
-// usage: node modern.mjs [--mode auto|legacy|2026-07-28] [--progress TOOL] [--elicit TOOL] [--change TOOL]
+// usage: node per_request.mjs [--mode auto|legacy|2026-07-28] [--progress TOOL] [--elicit TOOL] [--change TOOL]
 //                        (--url URL | -- CMD [ARGS...])
-// Same steps and JSON line as modern.py: connect (auto probes server/discover), a call with
+// Same steps and JSON line as per_request.py: connect (auto probes server/discover), a call with
 // progress, a call whose elicitation is answered by the registered handler (inside an
 // input_required result on a 2026-07-28 connection), and a tool-list change seen on
 // subscriptions/listen.
@@ -34,7 +34,7 @@ const elicitations = [];
 let listChanged = 0;
 const mode = ["auto", "legacy"].includes(opts.mode) ? opts.mode : { pin: opts.mode };
 const client = new Client(
-  { name: "interop-ts2-modern", version: sdkVersion },
+  { name: "interop-ts2-per-request", version: sdkVersion },
   { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } },
 );
 client.setRequestHandler("elicitation/create", async (request) => {

@@ -1,6 +1,6 @@
 """Interop peer client for the 2026-07-28 era, on the Python `mcp` 2.x `Client` (mode auto).
 
-usage: modern.py [--mode auto|legacy|2026-07-28] [--progress TOOL] [--elicit TOOL] [--change TOOL]
+usage: per_request.py [--mode auto|legacy|2026-07-28] [--progress TOOL] [--elicit TOOL] [--change TOOL]
                  (--url URL | -- CMD [ARGS...])
 
 Connects (probing `server/discover` first in auto mode), then: calls the progress tool with a

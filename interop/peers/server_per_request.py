@@ -5,8 +5,8 @@ the 2026-07-28 way (an `input_required` result, answered on the retry):
   echo(text)       progress (when the request carries a progressToken), an info log, then the text
   change_tools()   adds a tool and announces the list change, then returns
   confirm(action)  asks the client to confirm `action` (elicitation), returns its answer
-Run: python server_modern.py                   (stdio)
-     python server_modern.py --http-port PORT   (streamable HTTP on http://127.0.0.1:PORT/mcp)
+Run: python server_per_request.py                   (stdio)
+     python server_per_request.py --http-port PORT   (streamable HTTP on http://127.0.0.1:PORT/mcp)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
 VERSION = importlib.metadata.version("mcp")
-server = MCPServer(f"interop-py-modern-{VERSION}")
+server = MCPServer(f"interop-py-per-request-{VERSION}")
 _added = 0
 
 
