@@ -82,6 +82,7 @@
 //! | `http-server` | on | `http::server`: the streamable HTTP server (axum) |
 //! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback; `auth`: OAuth client building blocks |
 //! | `rustls` | off | `https://` URLs for the HTTP client |
+//! | `oauth-jwt` | off | the OAuth client's `private_key_jwt` authentication and DPoP-bound tokens (ES256, ring) |
 //! | `jwt` | off | `http::server::auth::JwtVerifier`: JWT access tokens checked against a JWKS (jsonwebtoken) |
 //! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
