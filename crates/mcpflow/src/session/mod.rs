@@ -75,6 +75,7 @@ pub use lifecycle::Session;
 pub use options::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
 pub use peer::{Peer, PendingRequest};
 pub use read::ReadFrame;
+#[cfg(feature = "http-server")]
 pub(crate) use read::ReadRequest;
 pub use reply::Reply;
 

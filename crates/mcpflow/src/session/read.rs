@@ -42,6 +42,7 @@ pub(crate) struct ReadRequest {
 
 impl ReadRequest {
     /// The head, read now if nobody has yet.
+    #[cfg(feature = "http-server")]
     pub(crate) fn head(&self) -> &RequestHead {
         self.head
             .get_or_init(|| Box::new(RequestHead::read(self.params.as_ref().map(JsonText::bytes))))
@@ -152,6 +153,7 @@ impl ReadFrame {
         one.into_iter().chain(many)
     }
 
+    #[cfg(feature = "http-server")]
     pub(crate) fn each_mut(
         &mut self,
     ) -> impl Iterator<Item = &mut Result<Item<'static>, DecodeError>> {
@@ -163,6 +165,7 @@ impl ReadFrame {
     }
 
     /// The requests, in order.
+    #[cfg(feature = "http-server")]
     pub(crate) fn requests(&self) -> impl Iterator<Item = &ReadRequest> {
         self.each().filter_map(|i| match i {
             Ok(Item::Request(r)) => Some(r),
@@ -171,6 +174,7 @@ impl ReadFrame {
     }
 
     /// The requests, in order, to read their heads.
+    #[cfg(feature = "http-server")]
     pub(crate) fn requests_mut(&mut self) -> impl Iterator<Item = &mut ReadRequest> {
         self.each_mut().filter_map(|i| match i {
             Ok(Item::Request(r)) => Some(r),
@@ -179,6 +183,7 @@ impl ReadFrame {
     }
 
     /// The ids of the requests that `notifications/cancelled` messages in it cancel.
+    #[cfg(feature = "http-server")]
     pub(crate) fn cancels(&self) -> impl Iterator<Item = RequestId> + '_ {
         self.each().filter_map(|i| match i {
             Ok(Item::Notification { method, params }) => cancelled(method, params.as_deref()),

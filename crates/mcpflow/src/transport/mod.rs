@@ -138,6 +138,7 @@ impl FrameMeta {
     }
 
     /// What a 2026-07-28 request mirrors into HTTP headers, as the client gave it.
+    #[cfg(feature = "http-client")]
     pub(crate) fn mirrored(&self) -> Option<&Mirrored> {
         match self.names.as_deref() {
             Some(Names::Request { mirrored, .. }) => mirrored.as_deref(),

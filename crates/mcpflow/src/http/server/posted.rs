@@ -66,6 +66,7 @@ impl Posted {
 
     /// The requests' methods, with the tool each `tools/call` names, for the scopes
     /// they need.
+    #[cfg(feature = "http-client")]
     pub(crate) fn calls(&mut self) -> Vec<(String, Option<String>)> {
         self.frame
             .requests_mut()
@@ -96,6 +97,7 @@ fn undecodable(e: &DecodeError) -> Refusal {
 pub(crate) struct ReadAhead(Arc<Mutex<Option<Posted>>>);
 
 impl ReadAhead {
+    #[cfg(feature = "http-client")]
     pub(crate) fn new(posted: Posted) -> ReadAhead {
         ReadAhead(Arc::new(Mutex::new(Some(posted))))
     }
