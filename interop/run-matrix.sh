@@ -16,7 +16,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 peers="$root/.peers"
 "$root/scripts/install-peers.sh" >/dev/null || { echo "FAIL install-peers.sh"; exit 1; }
-cargo build -q -p mcpflow-cli -j2 || { echo "FAIL cargo build -p mcpflow-cli"; exit 1; }
+# MCPFLOW_PREBUILT=1: the caller has built target/debug/mcpflow (scripts/test.sh, with every
+# feature, in its test build).
+if [[ "${MCPFLOW_PREBUILT:-0}" != 1 ]]; then
+    cargo build -q -p mcpflow-cli -j2 || { echo "FAIL cargo build -p mcpflow-cli"; exit 1; }
+fi
 
 target_dir="${CARGO_TARGET_DIR:-target}"
 [[ "$target_dir" == /* ]] || target_dir="$root/$target_dir"
@@ -432,7 +436,9 @@ done
 # peer's JSON line.
 for cell in python typescript; do
     f="$logs/oauth.$cell"
-    if MCPFLOW_PEERS="$peers" timeout 300 cargo test -q -p mcpflow --test auth -j2 -- \
+    # The workspace's features, as scripts/test.sh builds the tests: no second build.
+    if MCPFLOW_PEERS="$peers" timeout 300 cargo test -q --workspace \
+        --features mcpflow/jwt,mcpflow/oauth-jwt --test auth -j2 -- \
         --ignored --nocapture "auth_peers::${cell}_sdk_oauth" >"$f.out" 2>"$f.err"; then
         report "mcpflow(http, OAuth) <- $cell" "PASS $(grep -m1 "^$cell: " "$f.out" | cut -c1-200)"
     else

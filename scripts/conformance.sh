@@ -35,11 +35,16 @@ debug) cargo_profile=() ;;
 release) cargo_profile=(--release) ;;
 *) echo "FAIL CONFORMANCE_PROFILE must be debug or release, not '$profile'"; exit 1 ;;
 esac
-echo "building the mcpflow binary and the conformance_client example ($profile)"
-cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow-cli || { echo "FAIL cargo build -p mcpflow-cli ($profile)"; exit 1; }
 client_built=1
-# `oauth-jwt`: the `auth/client-credentials-jwt` scenario signs a client assertion.
-cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow --features oauth-jwt --example conformance_client || client_built=0
+if [[ "${MCPFLOW_PREBUILT:-0}" == 1 && "$profile" == debug ]]; then
+    # scripts/test.sh's test build made both, with every feature.
+    echo "the mcpflow binary and the conformance_client example as the test build made them"
+else
+    echo "building the mcpflow binary and the conformance_client example ($profile)"
+    cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow-cli || { echo "FAIL cargo build -p mcpflow-cli ($profile)"; exit 1; }
+    # `oauth-jwt`: the `auth/client-credentials-jwt` scenario signs a client assertion.
+    cargo build -q "${cargo_profile[@]}" -j2 -p mcpflow --features oauth-jwt --example conformance_client || client_built=0
+fi
 mcpflow="target/$profile/mcpflow"
 client_cmd="target/$profile/examples/conformance_client"
 if [[ "$("$mcpflow" serve everything --help 2>/dev/null)" != *--http* ]]; then

@@ -12,8 +12,10 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 crate="$(mktemp -d)/calc"
 trap 'rm -rf "$(dirname "$crate")"' EXIT
 
-echo "--> building the mcpflow command"
-timeout 900 cargo build -j2 -q -p mcpflow-cli
+if [[ "${MCPFLOW_PREBUILT:-0}" != 1 ]]; then
+    echo "--> building the mcpflow command"
+    timeout 900 cargo build -j2 -q -p mcpflow-cli
+fi
 
 echo "--> generating the crate from README.md in $crate"
 (cd "$(dirname "$crate")" && cargo new -q --vcs none --bin calc)
