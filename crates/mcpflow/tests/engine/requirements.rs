@@ -588,7 +588,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "seeds_2026::elicitation_while_other_calls_run_on_every_transport",
         ],
     },
-    // Tasks: 2025-11-25, experimental (spec.md B.7).
+    // Tasks: 2025-11-25, experimental (the MCP specification, 2025-11-25, utilities/tasks).
     Requirement {
         id: "S-task-support",
         text: "a tool's taskSupport is enforced: a required one called without a task, or a forbidden one called as a task, is -32601",
@@ -661,7 +661,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "tasks::a_task_elicits_through_tasks_result",
         ],
     },
-    // Tasks: the 2026-07-28 extension io.modelcontextprotocol/tasks (spec.md A.9).
+    // Tasks: the 2026-07-28 extension io.modelcontextprotocol/tasks.
     Requirement {
         id: "S-task-ext-negotiation",
         text: "a task is returned only to a request that declares the extension; without it a task-only tool, tasks/* and a listen for taskIds are -32021 naming the extension, and an optional tool runs directly; discover advertises the extension",
@@ -702,7 +702,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "tasks_2026::the_client_cancels_a_task_and_cancels_it_past_the_deadline",
         ],
     },
-    // Authorization (spec.md A.11 and B.10): the protected resource, then the client.
+    // Authorization (the MCP specification): the protected resource, then the client.
     Requirement {
         id: "S-auth-prm",
         text: "a protected server serves its RFC 9728 metadata, naming its authorization servers, at the path-suffixed and the root well-known URIs, and names it in the 401's WWW-Authenticate resource_metadata",
