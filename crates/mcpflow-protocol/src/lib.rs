@@ -109,4 +109,4 @@ pub use subscriptions::{
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
 pub use tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
-pub use version::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, ProtocolVersion};
+pub use version::{HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, PER_REQUEST_VERSIONS, ProtocolVersion};

@@ -52,7 +52,7 @@ impl ProtocolVersion {
 
     /// Whether this crate knows the version (handshake versions and 2026-07-28).
     pub fn is_known(&self) -> bool {
-        self == &Self::V2026_07_28 || self.is_handshake()
+        PER_REQUEST_VERSIONS.contains(self) || self.is_handshake()
     }
 
     /// Whether the version is negotiated with `initialize` (2024-11-05 through 2025-11-25).
@@ -89,6 +89,10 @@ pub const HANDSHAKE_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V2025_03_26,
     ProtocolVersion::V2024_11_05,
 ];
+
+/// The versions whose requests each carry their own version, capabilities and client
+/// (`_meta`), with no `initialize`, newest first.
+pub const PER_REQUEST_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
 /// The newest version negotiated with `initialize` (2025-11-25).
 pub const LATEST_HANDSHAKE: ProtocolVersion = ProtocolVersion::LATEST_HANDSHAKE;

@@ -390,7 +390,7 @@ impl ClientBuilder {
         };
         if probes {
             let identity = era::Identity {
-                version: era::PER_REQUEST_VERSIONS[0].clone(),
+                version: mcpflow_protocol::PER_REQUEST_VERSIONS[0].clone(),
                 capabilities: per_request_capabilities(&capabilities),
                 info: self.info.clone(),
             };

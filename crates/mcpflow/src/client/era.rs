@@ -14,7 +14,7 @@ use mcpflow_protocol::meta2026::RequestMeta;
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{
     ClientCapabilities, EmptyParams, ErrorCode, Implementation, InitializeResult, JsonObject,
-    LoggingLevel, ProtocolVersion,
+    LoggingLevel, PER_REQUEST_VERSIONS, ProtocolVersion,
 };
 
 use crate::error::SessionError;
@@ -112,9 +112,6 @@ impl EraMemory {
         self.0.store(handshake_only, Ordering::Relaxed);
     }
 }
-
-/// The 2026-07-28 versions this client speaks, preferred first.
-pub(crate) const PER_REQUEST_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
 /// Errors that only a 2026-07-28 server sends: seeing one means the server speaks
 /// 2026-07-28 even though it refused the request.

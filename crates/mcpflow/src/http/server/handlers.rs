@@ -10,7 +10,8 @@ use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcpflow_protocol::{
-    ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Message, ProtocolVersion, RequestId,
+    ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Message, PER_REQUEST_VERSIONS, ProtocolVersion,
+    RequestId,
 };
 use tokio::sync::oneshot;
 
@@ -150,11 +151,11 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
 }
 
 fn known_versions() -> String {
-    let mut known: Vec<&str> = HANDSHAKE_VERSIONS
+    let known: Vec<&str> = PER_REQUEST_VERSIONS
         .iter()
+        .chain(HANDSHAKE_VERSIONS)
         .map(ProtocolVersion::as_str)
         .collect();
-    known.insert(0, ProtocolVersion::V2026_07_28.as_str());
     known.join(", ")
 }
 

@@ -18,7 +18,7 @@ use mcpflow_protocol::methods::method;
 use mcpflow_protocol::mrtr::InputRequest;
 use mcpflow_protocol::{
     ClientCapabilities, DiscoverResult, ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Implementation,
-    LoggingLevel, ProtocolVersion,
+    LoggingLevel, PER_REQUEST_VERSIONS, ProtocolVersion,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -32,9 +32,6 @@ use super::tasks::per_request as tasks;
 use super::{Connection, ServerContext};
 use crate::error::SessionError;
 use crate::session::{BoxFuture, Member, Reply, RequestContext, RequestHead};
-
-/// The versions served per request, newest first.
-pub(crate) const PER_REQUEST_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V2026_07_28];
 
 /// Cache hints put on discover, the four lists and reads unless the server says otherwise
 /// ([`ServerBuilder::cache_hints`](crate::server::ServerBuilder::cache_hints)).
