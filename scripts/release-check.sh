@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Checks that the crates are ready to publish:
 #   1. rust-version: no locked dependency of a published crate needs a newer Rust;
-#   2. every feature of mcpflow builds alone, with none, and all together (cargo-hack);
+#   2. every feature of mcpflow builds alone, and with none (cargo-hack; all together is
+#      the workspace's own build);
 #   3. `cargo publish --workspace --dry-run`: each crate packages and builds from its
 #      package alone, against the others as packaged;
 #   4. the public API of the library crates equals the listing in docs/public-api/
 #      (cargo-public-api): a change to the API shows as a diff of that listing.
 #      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
-# The tools are installed, pinned, into .peers/tools (git-ignored).
+# Arguments name the parts to run (`versions`, `features`, `package`, `api`), in order;
+# without any, all four. `package` and `api` build in target directories of their own, so
+# they can run beside other cargo commands. The tools are installed, pinned, into
+# .peers/tools (git-ignored).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,6 +35,8 @@ install_tool() {
         cargo install -q --locked --debug --root "$tools" "$name@$version" -j2
 }
 
+# rust-version against the locked dependencies.
+versions() {
 echo "--> rust-version of the workspace against its locked dependencies"
 mkdir -p "$target"
 cargo metadata --format-version 1 --locked >"$target/metadata.json"
@@ -63,13 +69,19 @@ print(f"    rust-version {'.'.join(map(str, ours))}; the most demanding dependen
 if version(need["rust_version"]) > ours:
     sys.exit("a locked dependency needs a newer Rust than the workspace rust-version")
 EOF
+}
 
+# Every feature of mcpflow alone, and none.
+features() {
 install_tool cargo-hack "$CARGO_HACK"
 echo "--> cargo hack check -p mcpflow --each-feature (default, none, each alone)"
 # Every feature together is the workspace's own build (the CLI turns on the rest), which
 # clippy and the tests have checked.
 timeout 1800 cargo hack check -q -j2 -p mcpflow --each-feature --exclude-all-features
+}
 
+# Each crate packaged and built from its package.
+package() {
 echo "--> cargo publish --workspace --dry-run"
 # The dry run builds each packaged crate against the others as a registry serves them,
 # and Cargo takes a registry crate of the same name and version as unchanged: it would
@@ -80,7 +92,10 @@ package_target="$target/package-check"
 rm -rf "$package_target"/debug/{.fingerprint,deps,build}/*mcpflow*
 CARGO_TARGET_DIR="$package_target" timeout 1800 \
     cargo publish -q --workspace --dry-run --allow-dirty -j2
+}
 
+# The public API against docs/public-api/.
+api() {
 install_tool cargo-public-api "$CARGO_PUBLIC_API"
 echo "--> public API listings (docs/public-api/)"
 listings="$root/docs/public-api"
@@ -111,3 +126,14 @@ if [[ "${MCPFLOW_BLESS_API:-0}" == 1 ]]; then
 else
     echo "    $(cat "$listings"/*.txt | wc -l) lines of public API, as recorded"
 fi
+}
+
+# The parts named as arguments, in order; all four without any.
+parts=("$@")
+[[ ${#parts[@]} -gt 0 ]] || parts=(versions features package api)
+for part in "${parts[@]}"; do
+    case "$part" in
+    versions | features | package | api) "$part" ;;
+    *) echo "release-check.sh: unknown part '$part' (versions, features, package, api)" >&2; exit 2 ;;
+    esac
+done

@@ -4,10 +4,11 @@
 # Python and TypeScript SDKs, and the official MCP conformance suite. Exits non-zero on the
 # first failure.
 #
-# Two steps wait on other processes more than they compute, so they overlap a step that
-# computes: the peers (Python venvs, npm packages) install while clippy runs, and the
-# interop matrix runs while the publish checks build. Their output is printed whole when
-# they end.
+# On 2 cores the steps overlap where one mostly waits: the peers (Python venvs, npm
+# packages) install while clippy runs; the checks that build in target directories of
+# their own (the publish dry run, the public API, the README's crate) run while the tests
+# run; the interop matrix runs while the feature matrix builds. A background step's
+# output is printed whole when it ends.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,6 +26,9 @@ finish() { # pid log what
         exit 1
     fi
 }
+# Every crate, the benchmark harness's own tests included, and the features off by default
+# (the JWT verifier, DPoP and private_key_jwt; the CLI turns them on too).
+tests=(cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt)
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
@@ -36,10 +40,19 @@ peers=$!
 step "cargo clippy --workspace --all-targets -j2 -- -D warnings"
 cargo clippy --workspace --all-targets -j2 -- -D warnings
 
-# Every crate, the benchmark harness's own tests included, and the features off by default
-# (the JWT verifier, DPoP and private_key_jwt; the CLI turns them on too).
-step "cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt"
-cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt
+step "${tests[*]} --no-run (the build)"
+"${tests[@]}" --no-run
+
+# The test build made the mcpflow command and the examples, with every feature: the scripts
+# below use them as they are.
+export MCPFLOW_PREBUILT=1
+
+step "in the background: the publish dry run and the public API (scripts/release-check.sh package api), then the README's crate (scripts/fresh-crate.sh)"
+(./scripts/release-check.sh package api && ./scripts/fresh-crate.sh) >"$logs/release.log" 2>&1 &
+release=$!
+
+step "${tests[*]}"
+"${tests[@]}"
 
 step "cargo doc --workspace --all-features --no-deps (warnings, broken links included, are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps -j2
@@ -47,20 +60,15 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps -j2
 step "the peers' installation"
 finish "$peers" "$logs/peers.log" "scripts/install-peers.sh"
 
-# The test build made the mcpflow command and the examples, with every feature: the scripts
-# below use them as they are.
-export MCPFLOW_PREBUILT=1
-
 step "interop matrix over stdio and streamable HTTP, in the background"
-INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh \
-    >"$logs/interop.log" 2>&1 &
+INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh >"$logs/interop.log" 2>&1 &
 interop=$!
 
-step "ready to publish: rust-version, feature matrix, publish dry-run, public API (scripts/release-check.sh)"
-./scripts/release-check.sh
+step "rust-version and every feature of mcpflow alone (scripts/release-check.sh versions features)"
+./scripts/release-check.sh versions features
 
-step "the README's getting-started crate, outside the workspace (scripts/fresh-crate.sh)"
-./scripts/fresh-crate.sh
+step "the publish dry run, the public API and the README's crate"
+finish "$release" "$logs/release.log" "scripts/release-check.sh package api, scripts/fresh-crate.sh"
 
 step "interop matrix results"
 finish "$interop" "$logs/interop.log" "interop/run-matrix.sh"
