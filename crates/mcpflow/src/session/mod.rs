@@ -27,10 +27,11 @@
 //! 8. bad input gets a JSON-RPC error or a log line, and the connection keeps serving.
 //!
 //! The files, in the order a message passes them: `reader` (each frame read once, by
-//! `read`, then routed), `head` (a request's params read once), `pending` and `deadline` (this side's requests and their clocks),
-//! `inbound` (the peer's requests: admission and tasks), `context` (what a handler
-//! gets), `lane` (notifications in order), `reply` and `encode` (messages as frames),
-//! `writer` (the one task that writes). `peer` and `options` are the sending API;
+//! `read`, then routed), `head` (a request's params read once), `pending` and
+//! `deadline` (this side's requests and their clocks), `inbound` (the peer's requests:
+//! admission and tasks), `context` (what a handler gets), `lane` (notifications in
+//! order), `reply` and `encode` (messages as frames), `writer` (the one task that
+//! writes). `peer` and `options` are the sending API;
 //! `lifecycle` starts and closes the tasks.
 //!
 #![doc = include_str!("../../docs/concurrency.md")]

@@ -114,9 +114,13 @@ impl<'a> Items<'a> {
 /// use mcpflow::transport::bytes::Bytes;
 /// use mcpflow::transport::ReadFrame;
 ///
-/// let read = ReadFrame::read(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+/// let frame = serde_json::to_vec(&serde_json::json!({
+///     "jsonrpc": "2.0", "id": 1, "method": "tools/list",
+/// }))?;
+/// let read = ReadFrame::read(Bytes::from(frame));
 /// assert!(!read.is_batch());
 /// assert_eq!(read.first_error(), None);
+/// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct ReadFrame {

@@ -357,7 +357,8 @@ async fn an_answer_sent_before_anything_else_is_one_json_body_and_kept_nowhere()
     .await
     .expect("answered");
     assert_eq!(response.headers()["content-type"], "application/json");
-    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    let text = bounded("quick call body", response.text()).await;
+    let body: Value = serde_json::from_str(&text.expect("body")).expect("json");
     assert_eq!(body["id"], 1);
     assert_eq!(body["result"]["content"][0]["text"], large_text().as_str());
     assert_eq!(
@@ -386,7 +387,8 @@ async fn an_answer_sent_before_anything_else_is_one_json_body_and_kept_nowhere()
         .await
         .expect("answered");
     assert_eq!(response.headers()["content-type"], "application/json");
-    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    let text = bounded("JSON only body", response.text()).await;
+    let body: Value = serde_json::from_str(&text.expect("body")).expect("json");
     assert_eq!(body["result"]["content"][0]["text"], "counted");
     bounded("shutdown", running.shutdown()).await;
 }

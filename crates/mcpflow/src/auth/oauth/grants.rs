@@ -1,10 +1,13 @@
 //! The grants: registration, authorization code with PKCE, the machine grants (client
 //! credentials, enterprise-managed, workload identity) and refresh.
 
+use std::sync::Arc;
+
 use reqwest::Url;
 
 use super::{Found, OAuthClient, OAuthError, check_method};
 use crate::auth::config::{Grant, WorkloadIdentity};
+use crate::auth::dpop::Dpop;
 use crate::auth::pkce::{Pkce, State};
 use crate::auth::scope::check_response_iss;
 use crate::auth::store::{ClientRegistration, Tokens};
@@ -130,31 +133,15 @@ impl OAuthClient {
             });
         }
         let code = param("code").ok_or(OAuthError::NoCode)?;
-        let method = auth_method(&client, &found.server)?;
-        check_method(&method)?;
-        let mut params = vec![
+        let params = vec![
             ("grant_type", "authorization_code"),
             ("code", code.as_str()),
             ("redirect_uri", redirect_uri.as_str()),
             ("code_verifier", pkce.verifier()),
         ];
-        if let Some(resource) = &found.resource {
-            params.push(("resource", resource));
-        }
         let dpop = self.dpop_for(found);
-        Ok(Endpoints {
-            dpop: dpop.as_deref(),
-            ..self.endpoints()
-        }
-        .token(
-            &found.token_endpoint,
-            &found.issuer,
-            &client,
-            &method,
-            &params,
-            scope.as_deref(),
-        )
-        .await?)
+        self.token_request(found, &client, dpop, params, scope.as_deref())
+            .await
     }
 
     pub(super) async fn client_credentials(
@@ -206,29 +193,13 @@ impl OAuthClient {
         scope: Option<String>,
         grant: &[(&str, &str)],
     ) -> Result<Tokens, OAuthError> {
-        let method = auth_method(client, &found.server)?;
-        check_method(&method)?;
         let mut params = grant.to_vec();
         if let Some(scope) = &scope {
             params.push(("scope", scope));
         }
-        if let Some(resource) = &found.resource {
-            params.push(("resource", resource));
-        }
         let dpop = self.dpop_for(found);
-        Ok(Endpoints {
-            dpop: dpop.as_deref(),
-            ..self.endpoints()
-        }
-        .token(
-            &found.token_endpoint,
-            &found.issuer,
-            client,
-            &method,
-            &params,
-            scope.as_deref(),
-        )
-        .await?)
+        self.token_request(found, client, dpop, params, scope.as_deref())
+            .await
     }
 
     /// Workload identity: the platform's identity token as a JWT bearer grant, with no
@@ -267,36 +238,52 @@ impl OAuthClient {
                     .auth_method("none")
             }
         };
-        let method = auth_method(&client, &found.server)?;
-        check_method(&method)?;
-        let mut params = vec![
+        let params = vec![
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token.expose()),
         ];
-        if let Some(resource) = &found.resource {
-            params.push(("resource", resource));
-        }
         // A refresh token bound to a key is refreshed with that key.
         let dpop = match &old.dpop_key {
             Some(_) => self.dpop_key(),
             None => self.dpop_for(found),
         };
-        let mut tokens = Endpoints {
+        let mut tokens = self
+            .token_request(found, &client, dpop, params, old.scope.as_deref())
+            .await?;
+        if tokens.refresh_token.is_none() {
+            tokens.refresh_token = Some(refresh_token.clone());
+        }
+        self.save(Some(tokens))
+    }
+
+    /// A token request at `found`'s token endpoint: `params` and the RFC 8707
+    /// `resource`, with `client`'s authentication, proved with `dpop` when the tokens
+    /// are to be bound to it.
+    async fn token_request<'a>(
+        &self,
+        found: &'a Found,
+        client: &ClientRegistration,
+        dpop: Option<Arc<Dpop>>,
+        mut params: Vec<(&'a str, &'a str)>,
+        scope: Option<&str>,
+    ) -> Result<Tokens, OAuthError> {
+        let method = auth_method(client, &found.server)?;
+        check_method(&method)?;
+        if let Some(resource) = &found.resource {
+            params.push(("resource", resource));
+        }
+        Ok(Endpoints {
             dpop: dpop.as_deref(),
             ..self.endpoints()
         }
         .token(
             &found.token_endpoint,
             &found.issuer,
-            &client,
+            client,
             &method,
             &params,
-            old.scope.as_deref(),
+            scope,
         )
-        .await?;
-        if tokens.refresh_token.is_none() {
-            tokens.refresh_token = Some(refresh_token.clone());
-        }
-        self.save(Some(tokens))
+        .await?)
     }
 }
