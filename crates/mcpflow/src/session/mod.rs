@@ -75,6 +75,8 @@ pub(crate) use head::{Member, RequestHead};
 pub use lifecycle::Session;
 pub use options::{ProgressCallback, ProgressUpdate, RequestEvent, RequestOptions};
 pub use peer::{Peer, PendingRequest};
+#[cfg(feature = "http-client")]
+pub(crate) use read::Answer;
 pub use read::ReadFrame;
 #[cfg(feature = "http-server")]
 pub(crate) use read::ReadRequest;

@@ -186,6 +186,25 @@ impl ReadFrame {
         })
     }
 
+    /// What a frame of one message answers: the id of the request and, for a result,
+    /// its text; for a malformed response, the request it names when that could be
+    /// read. A batch answers nothing here (its parts are read one by one).
+    #[cfg(feature = "http-client")]
+    pub(crate) fn answer(&self) -> Answer<'_> {
+        match &self.items {
+            Items::Single(Ok(Item::Response { id, result })) => Answer::To(id, Some(result)),
+            Items::Single(Ok(Item::Error(e))) => match &e.id {
+                Some(id) => Answer::To(id, None),
+                None => Answer::Nothing,
+            },
+            Items::Single(Err(e)) if e.is_response() => match e.response_to() {
+                Some(id) => Answer::To(id, None),
+                None => Answer::Unaddressed,
+            },
+            _ => Answer::Nothing,
+        }
+    }
+
     /// The ids of the requests that `notifications/cancelled` messages in it cancel.
     #[cfg(feature = "http-server")]
     pub(crate) fn cancels(&self) -> impl Iterator<Item = RequestId> + '_ {
@@ -194,6 +213,18 @@ impl ReadFrame {
             _ => None,
         })
     }
+}
+
+/// What a frame answers ([`ReadFrame::answer`]).
+#[cfg(feature = "http-client")]
+#[derive(Debug)]
+pub(crate) enum Answer<'a> {
+    /// Not a response.
+    Nothing,
+    /// A response to this request, with its result's text when it is a result.
+    To(&'a RequestId, Option<&'a Bytes>),
+    /// A response whose request cannot be known (no id, or an unreadable one).
+    Unaddressed,
 }
 
 /// The request a `notifications/cancelled` names, when it is one and names one.

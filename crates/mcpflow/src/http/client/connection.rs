@@ -23,7 +23,8 @@ use super::outgoing::Outgoing;
 use super::sse::SseEvent;
 use crate::error::TransportError;
 use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
-use crate::transport::InboundFrame;
+use crate::session::Answer;
+use crate::transport::{InboundFrame, ReadFrame};
 
 /// What a POST asks for: a JSON body or an event stream.
 pub(super) const ACCEPT_POST: &str = "application/json, text/event-stream";
@@ -123,19 +124,6 @@ impl Waiter {
             self.settled.cancel();
         }
     }
-}
-
-/// The members of a message this transport looks at, whichever way it travels.
-#[derive(Deserialize)]
-pub(super) struct Envelope<'a> {
-    #[serde(default)]
-    pub(super) id: Option<RequestId>,
-    #[serde(default, borrow)]
-    pub(super) method: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub(super) result: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub(super) error: Option<&'a RawValue>,
 }
 
 /// Shared by the reader, the writer and every POST and stream task.
@@ -243,13 +231,13 @@ impl Connection {
     }
 
     /// Note the negotiated protocol version from an `initialize` result.
-    pub(super) fn capture_version(&self, result: &RawValue) {
+    pub(super) fn capture_version(&self, result: &[u8]) {
         #[derive(Deserialize)]
         struct Init<'a> {
             #[serde(rename = "protocolVersion", borrow)]
             protocol_version: Cow<'a, str>,
         }
-        if let Ok(init) = serde_json::from_str::<Init<'_>>(result.get())
+        if let Ok(init) = serde_json::from_slice::<Init<'_>>(result)
             && let Ok(value) = HeaderValue::from_str(&init.protocol_version)
         {
             tracing::debug!(version = %init.protocol_version, "negotiated protocol version");
@@ -444,31 +432,28 @@ impl Connection {
     }
 
     async fn deliver_one(&self, bytes: Vec<u8>) {
-        let mut answers = None;
-        if let Ok(env) = serde_json::from_slice::<Envelope<'_>>(&bytes)
-            && env.method.is_none()
-        {
-            match (env.id, env.result) {
-                (None, Some(_)) if env.error.is_none() => {
-                    tracing::debug!("dropped a result without an id");
-                    return;
-                }
-                (Some(id), result) => {
-                    if let Some(result) = result
-                        && self
-                            .handshake()
-                            .is_some_and(|h| h.initialize_id.correlates_with(&id))
-                    {
-                        self.capture_version(result);
-                    }
-                    answers = Some(id);
-                }
-                _ => {}
+        // Read once: the session routes what is read here.
+        let read = ReadFrame::read(Bytes::from(bytes));
+        let answers = match read.answer() {
+            Answer::Unaddressed => {
+                tracing::debug!("dropped a response without a readable id");
+                return;
             }
-        }
+            Answer::Nothing => None,
+            Answer::To(id, result) => {
+                if let Some(result) = result
+                    && self
+                        .handshake()
+                        .is_some_and(|h| h.initialize_id.correlates_with(id))
+                {
+                    self.capture_version(result);
+                }
+                Some(id.clone())
+            }
+        };
         let _ = self
             .inbound
-            .send(Delivery::Frame(InboundFrame::Message(Bytes::from(bytes))))
+            .send(Delivery::Frame(InboundFrame::Read(read)))
             .await;
         // Only once the answer is queued for the reader may its POST stop reading.
         if let Some(id) = answers {

@@ -130,7 +130,7 @@ async fn reinitialize(conn: &Arc<Connection>, expired: &str) -> Result<(), Trans
     let parsed: Answer<'_> = serde_json::from_slice(&answer)
         .map_err(|e| failed(None, format!("unreadable initialize answer: {e}")))?;
     match (parsed.result, parsed.error) {
-        (Some(result), _) => conn.capture_version(result),
+        (Some(result), _) => conn.capture_version(result.get().as_bytes()),
         (None, Some(error)) => {
             return Err(failed(
                 None,
