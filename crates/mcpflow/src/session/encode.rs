@@ -1,7 +1,7 @@
 //! Outbound frames: each message serialized once, into the buffer the transport gets.
 
 use bytes::Bytes;
-use mcpflow_protocol::{Message, RequestId};
+use mcpflow_protocol::{ErrorObject, Message, RequestId};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -14,6 +14,12 @@ use crate::transport::{Frame, FrameKind, FrameMeta};
 /// A reply the reader queues on the control queue.
 pub(crate) fn outbound(message: &Message, kind: FrameKind) -> Outbound {
     Outbound::new(serialize(message), FrameMeta::new(kind))
+}
+
+/// The error response to `id`, its code among the frame's facts.
+pub(crate) fn error_frame(id: Option<RequestId>, error: ErrorObject, meta: FrameMeta) -> Outbound {
+    let meta = meta.with_error(error.code);
+    Outbound::new(serialize(&Message::error(id, error)), meta)
 }
 
 /// The frame for `message`; a large response's result is not copied.

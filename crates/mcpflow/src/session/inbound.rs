@@ -18,12 +18,12 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use foldhash::fast::RandomState;
-use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
+use mcpflow_protocol::{ErrorCode, ErrorObject, RequestId};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 use super::batch::BatchAnswers;
 use super::cancel::RequestCancel;
-use super::encode::into_frame;
+use super::encode::error_frame;
 use super::read::ReadRequest;
 use super::writer::{Direct, DirectWrite, Outbound, Sequential};
 use super::{BoxFuture, Peer, RequestContext, Service, catch_unwind};
@@ -501,11 +501,11 @@ async fn serve(new: NewRequest) {
     let meta = FrameMeta::response(id.clone());
     let frame = match handled {
         Ok(Ok(reply)) => reply.into_frame(id, meta),
-        Ok(Err(error)) => into_frame(Message::error(Some(id), error), meta),
+        Ok(Err(error)) => error_frame(Some(id), error, meta),
         Err(()) => {
             tracing::error!(%method, %id, "request handler panicked");
             let error = ErrorObject::internal(format!("the handler for `{method}` panicked"));
-            into_frame(Message::error(Some(id), error), meta)
+            error_frame(Some(id), error, meta)
         }
     };
     inbound.conclude(Some(frame), alone, batch).await;

@@ -32,7 +32,7 @@ use super::throttle::Throttle;
 use super::{Peer, Service, Shared};
 use crate::config::LARGE_MESSAGE_BYTES;
 use crate::error::{CloseReason, TransportError};
-use crate::transport::{FrameKind, FrameReader, InboundFrame};
+use crate::transport::{FrameKind, FrameMeta, FrameReader, InboundFrame};
 
 /// Frames, or bytes of them, handled before deferred wake-ups go out even if more
 /// input is buffered.
@@ -357,7 +357,7 @@ impl Router {
 
     fn reply_error(&mut self, replies: &mut Replies, id: Option<RequestId>, error: ErrorObject) {
         let kind = FrameKind::Response(id.clone());
-        replies.push(super::encode::outbound(&Message::error(id, error), kind));
+        replies.push(super::encode::error_frame(id, error, FrameMeta::new(kind)));
     }
 }
 

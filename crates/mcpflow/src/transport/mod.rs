@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcpflow_protocol::{ProtocolVersion, RequestId};
+use mcpflow_protocol::{ErrorCode, ProtocolVersion, RequestId};
 
 use crate::error::TransportError;
 
@@ -83,6 +83,8 @@ pub struct FrameMeta {
     /// What a request or a cancellation names; boxed, so that the frequent frames
     /// (responses, progress) carry one pointer for it.
     names: Option<Box<Names>>,
+    /// The code of an error response.
+    error: Option<ErrorCode>,
 }
 
 /// The requests a frame names.
@@ -105,6 +107,7 @@ impl FrameMeta {
             related: None,
             method: None,
             names: None,
+            error: None,
         }
     }
 
@@ -178,6 +181,20 @@ impl FrameMeta {
     /// The response to the peer's request `id`, sent on its behalf.
     pub(crate) fn response(id: RequestId) -> FrameMeta {
         FrameMeta::new(FrameKind::Response(Some(id.clone()))).related_to(Some(id))
+    }
+
+    /// The same response, an error with `code`.
+    #[must_use]
+    pub(crate) fn with_error(mut self, code: ErrorCode) -> FrameMeta {
+        self.error = Some(code);
+        self
+    }
+
+    /// The code of an error response, for a transport whose answer depends on it (the
+    /// HTTP status of a 2026-07-28 answer).
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn error_code(&self) -> Option<ErrorCode> {
+        self.error
     }
 }
 

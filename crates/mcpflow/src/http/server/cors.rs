@@ -4,7 +4,9 @@
 //! headers a client needs (`Mcp-Session-Id`, `WWW-Authenticate`); any other origin gets
 //! no CORS headers, and its requests are refused by the `Origin` check.
 
-use axum::extract::Request;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
 use axum::http::header::{
     ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
     ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
@@ -17,6 +19,7 @@ use mcpflow_protocol::ErrorCode;
 
 use super::guard::HostGuard;
 use super::handlers::refuse;
+use super::table::AppState;
 
 const METHODS: &str = "GET, POST, DELETE, OPTIONS";
 
@@ -40,14 +43,19 @@ const EXPOSED: &str = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, D
 
 /// Middleware for the endpoint: answers preflights, and marks the answers to a page
 /// from an allowed origin as readable by it.
-pub(super) async fn cors(guard: HostGuard, request: Request, next: Next) -> Response {
+pub(super) async fn cors(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let guard = &state.config.guard;
     let origin = request
         .headers()
         .get(ORIGIN)
         .and_then(|o| o.to_str().ok())
         .map(str::to_owned);
     if request.method() == Method::OPTIONS {
-        return preflight(&guard, origin.as_deref(), request.headers());
+        return preflight(guard, origin.as_deref(), request.headers());
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();

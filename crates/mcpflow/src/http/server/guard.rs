@@ -54,9 +54,8 @@ impl HostGuard {
             let host = headers
                 .get(HOST)
                 .and_then(|h| h.to_str().ok())
-                .map(str::to_ascii_lowercase)
                 .ok_or_else(|| "the request has no valid Host header".to_owned())?;
-            if !host_allowed(hosts, &host) {
+            if !host_allowed(hosts, host) {
                 return Err(format!(
                     "Host `{host}` is not allowed (DNS-rebinding protection); allow it with HttpServer::allowed_hosts (`mcpflow serve --allow-host`)"
                 ));
@@ -108,7 +107,9 @@ impl HostGuard {
 /// `host` is `name` or `name:port`; an entry without a port accepts any port.
 fn host_allowed(allowed: &[String], host: &str) -> bool {
     let name = strip_port(host);
-    allowed.iter().any(|a| a == host || a == name)
+    allowed
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name))
 }
 
 fn strip_port(host: &str) -> &str {

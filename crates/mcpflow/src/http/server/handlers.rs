@@ -19,7 +19,7 @@ use super::body::read_body;
 use super::events::{EventReceiver, sse_body};
 use super::new_session_id;
 use super::posted::{Posted, ReadAhead};
-use super::session::{First, HttpSession, Reply, ReplyMode, StreamError};
+use super::session::{First, HttpSession, JsonAnswer, Reply, ReplyMode, StreamError};
 use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::server::Principal;
@@ -109,17 +109,14 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
     let mut json = false;
     let mut sse = false;
     for item in accept.split(',') {
-        let media = item
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match media.as_str() {
-            "*/*" => (json, sse) = (true, true),
-            "application/json" | "application/*" => json = true,
-            "text/event-stream" | "text/*" => sse = true,
-            _ => {}
+        let media = item.split(';').next().unwrap_or("").trim();
+        let is = |name: &str| media.eq_ignore_ascii_case(name);
+        if is("*/*") {
+            (json, sse) = (true, true);
+        } else if is("application/json") || is("application/*") {
+            json = true;
+        } else if is("text/event-stream") || is("text/*") {
+            sse = true;
         }
     }
     (json, sse)
@@ -139,8 +136,11 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
     // with the error that names the versions served (-32022).
     let in_session = headers.contains_key(SESSION_ID_HEADER) || state.config.stateless;
     if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER).filter(|_| in_session) {
-        let version = ProtocolVersion::from(version.to_owned());
-        if !version.is_known() {
+        let known = PER_REQUEST_VERSIONS
+            .iter()
+            .chain(HANDSHAKE_VERSIONS)
+            .any(|v| v.as_str() == version);
+        if !known {
             return Err(bad_request(format!(
                 "unsupported MCP-Protocol-Version `{version}`; supported: {}",
                 known_versions()
@@ -259,9 +259,11 @@ pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
     principal: Option<Extension<Arc<Principal>>>,
     read_ahead: Option<Extension<ReadAhead>>,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Result<Response, Refusal> {
+    // The request itself rather than a `HeaderMap` extractor, which would copy the headers.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     precheck(&state, &headers)?;
     let content_type = header(&headers, CONTENT_TYPE.as_str()).unwrap_or("");
     if !content_type
@@ -389,23 +391,30 @@ pub(crate) async fn post(
             .await
             .map_err(|_| gone())?
         {
-            First::Json(body) => Ok(with_session(json_response(StatusCode::OK, body), new_id)),
+            First::Json(answer) => Ok(with_session(
+                json_response(StatusCode::OK, answer.body),
+                new_id,
+            )),
             First::Stream(events) => Ok(sse_response(events, &state, new_id)),
         },
         Reply::Json(done) => {
             let bodies = done.await.map_err(|_| gone())?;
             let body = if batch {
                 let mut out = b"[".to_vec();
-                for (i, b) in bodies.iter().enumerate() {
+                for (i, answer) in bodies.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    out.extend_from_slice(b);
+                    out.extend_from_slice(&answer.body);
                 }
                 out.push(b']');
                 Bytes::from(out)
             } else {
-                bodies.into_iter().next().unwrap_or_default()
+                bodies
+                    .into_iter()
+                    .next()
+                    .map(|answer| answer.body)
+                    .unwrap_or_default()
             };
             Ok(with_session(json_response(StatusCode::OK, body), new_id))
         }
@@ -503,9 +512,9 @@ async fn post_sessionless(
         Reply::Sse(events) => events,
         Reply::FirstDecides(first) => match decided(&session, &post.id, first).await {
             Ok(First::Stream(events)) => events,
-            Ok(First::Json(body)) => {
+            Ok(First::Json(answer)) => {
                 cancel.disarm();
-                return Ok(sessionless_json(body));
+                return Ok(sessionless_json(answer));
             }
             Err(_) => return Err(gone()),
         },
@@ -514,12 +523,15 @@ async fn post_sessionless(
             if answered.is_ok() {
                 cancel.disarm();
             }
-            let body = answered
+            let answer = answered
                 .map_err(|_| gone())?
                 .into_iter()
                 .next()
-                .unwrap_or_default();
-            return Ok(sessionless_json(body));
+                .unwrap_or(JsonAnswer {
+                    body: Bytes::new(),
+                    error: None,
+                });
+            return Ok(sessionless_json(answer));
         }
     };
     let mut response = sse_response(events, state, None);
@@ -534,8 +546,8 @@ async fn post_sessionless(
 }
 
 /// A 2026-07-28 JSON answer, with the HTTP status its error code calls for.
-fn sessionless_json(body: Bytes) -> Response {
-    json_response(super::sessionless::status_of(&body), body)
+fn sessionless_json(answer: JsonAnswer) -> Response {
+    json_response(super::sessionless::status_of(answer.error), answer.body)
 }
 
 /// 405 from a stateless server, for the methods only sessions have.

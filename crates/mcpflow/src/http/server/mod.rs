@@ -385,17 +385,22 @@ impl HttpServer {
         let mcp = post(handlers::post)
             .get(handlers::get)
             .delete(handlers::delete);
+        // Only with authorization configured: a layer costs every request its boxing.
         #[cfg(feature = "http-client")]
-        let mcp = mcp.layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::authorize,
-        ));
+        let mcp = if state.config.auth.is_some() {
+            mcp.layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                auth::authorize,
+            ))
+        } else {
+            mcp
+        };
         // Outside the authorization layer: a preflight carries no token, and a page must
         // be able to read a 401's challenge.
-        let guard = state.config.guard.clone();
-        let mcp = mcp.layer(axum::middleware::from_fn(move |request, next| {
-            cors::cors(guard.clone(), request, next)
-        }));
+        let mcp = mcp.layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::cors,
+        ));
         #[allow(unused_mut)] // mutated only with authorization compiled in
         let mut router = Router::new().route(&endpoint, mcp);
         #[cfg(feature = "http-client")]

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcpflow_protocol::{ProtocolVersion, RequestId};
+use mcpflow_protocol::{ErrorCode, ProtocolVersion, RequestId};
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::{
     EventSender, EventStore, QueueBudget, StreamKey, encode_event, event_channel, event_id,
 };
-use super::session::First;
+use super::session::{First, JsonAnswer};
 use crate::transport::InboundFrame;
 
 /// One stream of the session: a POST's answer, or the standalone GET stream.
@@ -23,7 +23,7 @@ pub(super) struct StreamState {
     /// The HTTP response currently carrying the stream, if connected.
     pub(super) conn: Option<EventSender>,
     /// JSON mode: the responses so far, and where to send them all.
-    pub(super) json: Option<(Vec<Bytes>, oneshot::Sender<Vec<Bytes>>)>,
+    pub(super) json: Option<(Vec<JsonAnswer>, oneshot::Sender<Vec<JsonAnswer>>)>,
     /// Not decided yet: where to send what the first message decides.
     pub(super) first: Option<oneshot::Sender<First>>,
     /// Events get ids and are stored, so the stream can be resumed.
@@ -121,17 +121,25 @@ impl Routes {
         }
     }
 
-    /// Put one outbound message on `stream`; `response` marks one of the responses
-    /// the stream owes. The message is shared, not copied, by a JSON body and by the
-    /// event store; an event stream gets it encoded as an event.
-    pub(super) fn deliver(&mut self, stream: u64, bytes: Bytes, response: bool) {
+    /// Put one outbound message on `stream`; `response`, with its error code if it is
+    /// an error, marks one of the responses the stream owes. The message is shared,
+    /// not copied, by a JSON body and by the event store; an event stream gets it
+    /// encoded as an event.
+    pub(super) fn deliver(
+        &mut self,
+        stream: u64,
+        bytes: Bytes,
+        response: Option<Option<ErrorCode>>,
+    ) {
         if let Some(state) = self.streams.get_mut(&stream)
             && state.first.is_some()
         {
-            if response && state.awaiting == 1 {
+            if let Some(error) = response
+                && state.awaiting == 1
+            {
                 // Nothing came before the answer: it goes as the body, not an event.
                 if let Some(first) = state.first.take() {
-                    let _ = first.send(First::Json(bytes));
+                    let _ = first.send(First::Json(JsonAnswer { body: bytes, error }));
                 }
                 self.answered(stream);
                 return;
@@ -144,8 +152,8 @@ impl Routes {
             return;
         };
         if let Some((bodies, _)) = &mut state.json {
-            if response {
-                bodies.push(bytes);
+            if let Some(error) = response {
+                bodies.push(JsonAnswer { body: bytes, error });
             }
         } else {
             let seq = state.next_seq;
@@ -163,7 +171,7 @@ impl Routes {
                 state.conn = None;
             }
         }
-        if response {
+        if response.is_some() {
             self.answered(stream);
         }
     }

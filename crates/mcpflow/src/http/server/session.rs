@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcpflow_protocol::{ProtocolVersion, RequestId};
+use mcpflow_protocol::{ErrorCode, ProtocolVersion, RequestId};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -48,16 +48,23 @@ pub(crate) enum Reply {
     Sse(EventReceiver),
     /// One JSON body (or array) once every response arrived; an error when the
     /// session ended first.
-    Json(oneshot::Receiver<Vec<Bytes>>),
+    Json(oneshot::Receiver<Vec<JsonAnswer>>),
     /// Decided by the first message ([`ReplyMode::FirstDecides`]); an error when the
     /// session ended first.
     FirstDecides(oneshot::Receiver<First>),
 }
 
+/// A response sent as (part of) a JSON body.
+pub(crate) struct JsonAnswer {
+    pub(crate) body: Bytes,
+    /// Its code, when it is an error.
+    pub(crate) error: Option<ErrorCode>,
+}
+
 /// The answer to a POST whose first message decided it.
 pub(crate) enum First {
     /// The response came first: it is the body.
-    Json(Bytes),
+    Json(JsonAnswer),
     /// Something else came first: an event stream, carrying it and what follows.
     Stream(EventReceiver),
 }
@@ -375,14 +382,14 @@ impl SessionWriter {
                 if routes.init_id.as_ref() == Some(id) {
                     routes.version = negotiated_version(&frame);
                 }
-                (routes.by_request.remove(id), true)
+                (routes.by_request.remove(id), Some(meta.error_code()))
             }
             _ => {
                 let related = meta
                     .related
                     .as_ref()
                     .and_then(|id| routes.by_request.get(id).copied());
-                (related.or_else(|| routes.unrelated_target()), false)
+                (related.or_else(|| routes.unrelated_target()), None)
             }
         };
         match target {

@@ -4,6 +4,7 @@
 //! -32020), and a JSON error answer gets the HTTP status the spec gives its code (404
 //! for -32601, 400 for the envelope errors).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
@@ -11,7 +12,6 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, HANDSHAKE_VERSIONS, RequestId};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::handlers::{Refusal, refuse};
@@ -53,7 +53,7 @@ fn mismatch(id: &RequestId, message: String) -> Refusal {
 }
 
 /// A header value, with the `=?base64?...?=` sentinel decoded.
-fn decoded(headers: &HeaderMap, name: &str) -> Result<Option<String>, ()> {
+fn decoded<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<Cow<'a, str>>, ()> {
     let Some(value) = headers.get(name) else {
         return Ok(None);
     };
@@ -63,9 +63,11 @@ fn decoded(headers: &HeaderMap, name: &str) -> Result<Option<String>, ()> {
         .and_then(|t| t.strip_suffix("?="))
     {
         let bytes = STANDARD.decode(inner).map_err(|_| ())?;
-        return String::from_utf8(bytes).map(Some).map_err(|_| ());
+        return String::from_utf8(bytes)
+            .map(|s| Some(Cow::Owned(s)))
+            .map_err(|_| ());
     }
-    Ok(Some(text.to_owned()))
+    Ok(Some(Cow::Borrowed(text)))
 }
 
 /// Check the headers of a 2026-07-28 POST against its body.
@@ -198,36 +200,17 @@ fn check_param(
     }
 }
 
-/// The HTTP status a 2026-07-28 JSON answer gets: 404 for an unknown method, 400 for an
-/// envelope or capability refusal, else 200.
-pub(crate) fn status_of(body: &[u8]) -> StatusCode {
-    #[derive(Deserialize)]
-    struct Answer {
-        #[serde(default)]
-        error: Option<Code>,
-    }
-    #[derive(Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    let code = serde_json::from_slice::<Answer>(body)
-        .ok()
-        .and_then(|a| a.error)
-        .map(|e| e.code);
-    match code {
-        Some(c) if c == i64::from(ErrorCode::METHOD_NOT_FOUND.0) => StatusCode::NOT_FOUND,
-        Some(c)
-            if [
-                ErrorCode::INVALID_PARAMS,
-                ErrorCode::HEADER_MISMATCH,
-                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            ]
-            .iter()
-            .any(|k| i64::from(k.0) == c) =>
-        {
-            StatusCode::BAD_REQUEST
-        }
+/// The HTTP status a 2026-07-28 JSON answer with this error code gets: 404 for an
+/// unknown method, 400 for an envelope or capability refusal, else 200.
+pub(crate) fn status_of(error: Option<ErrorCode>) -> StatusCode {
+    match error {
+        Some(ErrorCode::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            ErrorCode::INVALID_PARAMS
+            | ErrorCode::HEADER_MISMATCH
+            | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }
