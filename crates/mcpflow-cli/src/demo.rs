@@ -11,7 +11,7 @@ use mcpflow::protocol::{
     CallToolRequestParams, CallToolResult, ContentBlock, CreateMessageRequestParams,
     CreateMessageResult, SamplingMessage, Tool,
 };
-use mcpflow::server::{Server, ToolError};
+use mcpflow::server::{Server, ServerBuilder, ToolError};
 use mcpflow::transport::MemoryTransport;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -58,12 +58,16 @@ fn first_text(result: &CallToolResult) -> String {
 /// The demo's server, for `mcpflow serve demo` (stdio): progress with a log line per
 /// step, a tool that registers another tool while it runs (`tools/list_changed`
 /// mid-call), sampling during a call, and a slow tool to cancel.
-pub(crate) fn stdio_demo_server() -> Server {
+pub(crate) fn stdio_demo_server(configure: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Server {
     let (events, _unobserved) = mpsc::unbounded_channel();
-    demo_server(events)
+    configure(demo_builder(events)).build()
 }
 
 fn demo_server(events: mpsc::UnboundedSender<ServerEvent>) -> Server {
+    demo_builder(events).build()
+}
+
+fn demo_builder(events: mpsc::UnboundedSender<ServerEvent>) -> ServerBuilder {
     Server::builder("mcpflow-demo-server", env!("CARGO_PKG_VERSION"))
         .tool(
             Tool::new("count_to_three", "Counts to three, reporting progress", Tool::empty_input_schema()),
@@ -131,7 +135,6 @@ fn demo_server(events: mpsc::UnboundedSender<ServerEvent>) -> Server {
                 }
             },
         )
-        .build()
 }
 
 /// Run the demo, narrating to stdout.

@@ -12,7 +12,7 @@ use mcpflow::protocol::{
     SamplingMessage, Tool,
 };
 use mcpflow::schemars::JsonSchema;
-use mcpflow::server::{Server, ServerContext, ToolError};
+use mcpflow::server::{Server, ServerBuilder, ServerContext, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -178,7 +178,9 @@ fn json_schema_2020_12() -> JsonObject {
 const ARG1_VALUES: [&str; 4] = ["paris", "park", "party", "london"];
 
 /// The conformance "everything" server (serve it over any transport).
-pub fn everything_server() -> Server {
+/// `configure` is applied to its builder last (the `requestState` key of
+/// `serve --state-key-env`).
+pub fn everything_server(configure: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Server {
     let builder = Server::builder("mcpflow-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance test server of mcpflow.")
         .with(crate::features::feature_tools)
@@ -493,6 +495,7 @@ pub fn everything_server() -> Server {
             };
             Ok(CompleteResult::new(values))
         })
+        .with(configure)
         .build()
 }
 
@@ -515,7 +518,7 @@ mod tests {
         // Every wait is bounded: a hang fails here, naming the scenario.
         tokio::time::timeout(std::time::Duration::from_secs(10), async {
             let (client_side, server_side) = MemoryTransport::pair(0);
-            let _running = everything_server().serve(server_side);
+            let _running = everything_server(|builder| builder).serve(server_side);
             let client = Client::builder("test", "0")
                 .on_elicitation(false, |_params, _client| async {
                     Ok(ElicitResult::accept(super::object(

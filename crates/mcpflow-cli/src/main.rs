@@ -299,13 +299,24 @@ async fn run(command: Command) -> u8 {
         } => {
             if http.is_none() && options.is_set() {
                 eprintln!(
-                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --auth-*) apply only with --http"
+                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --state-key-env, --auth-*) apply only with --http"
                 );
                 return EXIT_USAGE;
             }
+            let state_key = match options.state_key() {
+                Ok(key) => key,
+                Err(e) => {
+                    eprintln!("mcpflow: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            let configure = |builder: mcpflow::server::ServerBuilder| match state_key {
+                Some(key) => builder.state_key(key),
+                None => builder,
+            };
             let server = match server {
-                ServeWhat::Everything => everything::everything_server(),
-                ServeWhat::Demo => demo::stdio_demo_server(),
+                ServeWhat::Everything => everything::everything_server(configure),
+                ServeWhat::Demo => demo::stdio_demo_server(configure),
             };
             match http {
                 None => {

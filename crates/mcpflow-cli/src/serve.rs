@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use mcpflow::http::server::HttpServer;
+use mcpflow::server::StateKey;
 
 use crate::args::{parse_bytes, parse_secs};
 use crate::failure::{EXIT_CONNECTION, EXIT_USAGE};
@@ -47,6 +50,11 @@ pub struct HttpOptions {
     /// `DELETE`).
     #[arg(long, global = true)]
     stateless: bool,
+    /// Seal 2026-07-28 `requestState` with the secrets in this environment variable
+    /// (base64, comma-separated: the first seals, every one opens), so that every
+    /// instance behind one endpoint opens the others' (default: a random key per process).
+    #[arg(long, global = true, value_name = "VAR")]
+    state_key_env: Option<String>,
     #[command(flatten)]
     auth: crate::serve_auth::ResourceAuthArgs,
 }
@@ -64,7 +72,24 @@ impl HttpOptions {
             || !self.allow_hosts.is_empty()
             || !self.allow_origins.is_empty()
             || self.stateless
+            || self.state_key_env.is_some()
             || self.auth.is_set()
+    }
+
+    /// The `requestState` key ring of `--state-key-env`, if given.
+    ///
+    /// # Errors
+    /// When the variable is unset or empty, or a secret is not base64 (the message
+    /// names the flag and the variable).
+    pub fn state_key(&self) -> Result<Option<StateKey>, String> {
+        let Some(var) = &self.state_key_env else {
+            return Ok(None);
+        };
+        let value = std::env::var(var)
+            .map_err(|_| format!("--state-key-env {var}: the variable is not set"))?;
+        state_key_ring(&value)
+            .map(Some)
+            .map_err(|why| format!("--state-key-env {var}: {why}"))
     }
 
     fn apply(&self, mut server: HttpServer) -> HttpServer {
@@ -110,6 +135,28 @@ impl HttpOptions {
         }
         server
     }
+}
+
+/// A key ring from base64 secrets, comma-separated: the first seals, every one opens.
+fn state_key_ring(value: &str) -> Result<StateKey, String> {
+    let mut ring: Option<StateKey> = None;
+    for (i, part) in value.split(',').map(str::trim).enumerate() {
+        let secret = STANDARD
+            .decode(part)
+            .map_err(|e| format!("secret {} is not base64 ({e})", i + 1))?;
+        if secret.len() < 16 {
+            return Err(format!(
+                "secret {} has {} bytes; use at least 16 random bytes",
+                i + 1,
+                secret.len()
+            ));
+        }
+        ring = Some(match ring {
+            None => StateKey::from_bytes(&secret),
+            Some(ring) => ring.accepting(&secret),
+        });
+    }
+    ring.ok_or_else(|| "no secret given".to_owned())
 }
 
 /// Serve over streamable HTTP until the process is stopped, with the open-file limit
@@ -167,5 +214,24 @@ pub async fn serve_http(server: mcpflow::server::Server, addr: &str, options: &H
             eprintln!("mcpflow: could not listen on {addr}: {e}");
             EXIT_CONNECTION
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_key_ring_is_read_from_base64_secrets() {
+        let one = STANDARD.encode([7u8; 32]);
+        let two = STANDARD.encode([9u8; 16]);
+        let ring = state_key_ring(&format!("{one}, {two}")).expect("two secrets");
+        assert_eq!(ring.len(), 2);
+        assert_eq!(state_key_ring(&one).map(|r| r.len()), Ok(1));
+        let short = state_key_ring(&STANDARD.encode([1u8; 8])).unwrap_err();
+        assert!(short.contains("at least 16"), "{short}");
+        let bad = state_key_ring("not base64!").unwrap_err();
+        assert!(bad.contains("secret 1 is not base64"), "{bad}");
+        assert!(state_key_ring("").is_err(), "an empty value is no secret");
     }
 }

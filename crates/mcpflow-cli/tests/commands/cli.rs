@@ -8,7 +8,7 @@ use std::thread;
 
 use crate::common;
 
-use common::{BIN, HttpServe, LIMIT, mcpflow, wait_bounded};
+use common::{BIN, HttpServe, LIMIT, mcpflow, mcpflow_with, wait_bounded};
 
 fn describe(run: &common::Run) -> String {
     run.describe()
@@ -562,4 +562,44 @@ fn serve_answers_over_sockets_as_node_clients_give_them() {
 #[test]
 fn serve_answers_over_pipes() {
     serve_over("pipes");
+}
+
+/// `--state-key-env` names a variable of base64 secrets; anything else is a usage error
+/// naming the flag, and a good ring serves.
+#[test]
+fn serve_state_key_env_takes_base64_secrets() {
+    let serve = [
+        "serve",
+        "everything",
+        "--http",
+        "127.0.0.1:0",
+        "--state-key-env",
+        "MCPFLOW_KEYS",
+    ];
+    let unset = mcpflow_with(&serve, None, &[]);
+    assert_eq!(unset.code, 2, "{}", describe(&unset));
+    assert!(
+        unset
+            .stderr
+            .contains("--state-key-env MCPFLOW_KEYS: the variable is not set"),
+        "{}",
+        describe(&unset)
+    );
+    let bad = mcpflow_with(&serve, None, &[("MCPFLOW_KEYS", "not base64!")]);
+    assert_eq!(bad.code, 2, "{}", describe(&bad));
+    assert!(bad.stderr.contains("not base64"), "{}", describe(&bad));
+    let stdio = mcpflow_with(
+        &["serve", "everything", "--state-key-env", "MCPFLOW_KEYS"],
+        None,
+        &[],
+    );
+    assert_eq!(stdio.code, 2, "only with --http: {}", describe(&stdio));
+    // 24 bytes each, base64: the first seals, both open.
+    let ring = "c2VjcmV0LW9mLXRoZS1mbGVldC0wMDAx,b2xkLXNlY3JldC1vZi10aGUtZmxlZXQx";
+    let served = HttpServe::start_with(
+        &["--state-key-env", "MCPFLOW_KEYS"],
+        &[("MCPFLOW_KEYS", ring)],
+    );
+    let run = mcpflow(&["call", "test_simple_text", "--url", &served.url]);
+    assert_eq!(run.code, 0, "{}", describe(&run));
 }

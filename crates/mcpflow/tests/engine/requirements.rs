@@ -510,6 +510,14 @@ const REQUIREMENTS: &[Requirement] = &[
         tests: &["era_2026::tampered_or_foreign_state_is_refused_and_missing_answers_asked_again"],
     },
     Requirement {
+        id: "S-era-state-instances",
+        text: "a requestState opens on every instance sharing the key ring and the server name, and on no other; a ring rotates its sealing key without failing a round in flight",
+        tests: &[
+            "instances_2026::a_round_continues_on_another_instance_with_the_same_key_ring_only",
+            "instances_2026::a_key_rotation_fails_no_round_in_flight",
+        ],
+    },
+    Requirement {
         id: "S-era-client-input",
         text: "the client fulfils every input request before it retries, echoes requestState exactly (none when none was given) and retries with a new id",
         tests: &["client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds"],
@@ -834,6 +842,7 @@ const SOURCES: &[Source] = &[
     source!("eras", "client_2026"),
     source!("eras", "client_2026_gaps"),
     source!("eras", "seeds_2026"),
+    source!("eras", "instances_2026"),
     source!("tasks", "tasks"),
     source!("tasks", "tasks_2026"),
     source!("auth", "auth_discovery"),

@@ -220,7 +220,8 @@ pub(crate) fn serve(
         return refused(ErrorObject::method_not_found(name));
     };
     let round = if method.asks {
-        match mrtr::Round::new(&server, name, head) {
+        let principal = connection.principal.get().map(|p| p.owner_key());
+        match mrtr::Round::new(&server, name, head, principal) {
             Ok(round) => Some(Arc::new(round)),
             Err(e) => return refused(e),
         }

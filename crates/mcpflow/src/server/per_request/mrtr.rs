@@ -22,7 +22,7 @@ use mcpflow_protocol::{ErrorObject, InputRequiredResult};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::state::{Binding, StateKey};
+use super::state::{Audience, Binding, StateKey};
 use crate::server::Server;
 use crate::session::{BoxFuture, JsonText, Reply, RequestHead};
 
@@ -33,6 +33,9 @@ pub(crate) struct Round {
     answers: BTreeMap<String, Value>,
     /// What the state is bound to: the method, its target and its arguments.
     target: (String, String, Option<JsonText>),
+    /// And whom it is for: this server, and the principal the request acts for.
+    principal: Option<String>,
+    server: Server,
     binding: OnceLock<Binding>,
     key: StateKey,
     next: AtomicUsize,
@@ -49,6 +52,7 @@ impl Round {
         server: &Server,
         name: &str,
         head: &RequestHead,
+        principal: Option<String>,
     ) -> Result<Round, ErrorObject> {
         let target = match head.name.optional("name")? {
             Some(name) => name.clone(),
@@ -58,6 +62,8 @@ impl Round {
         let mut round = Round {
             answers: BTreeMap::new(),
             target: (name.to_owned(), target, arguments),
+            principal,
+            server: server.clone(),
             binding: OnceLock::new(),
             key: server.inner.state_key.clone(),
             next: AtomicUsize::new(0),
@@ -81,7 +87,11 @@ impl Round {
         self.binding.get_or_init(|| {
             let (method, target, arguments) = &self.target;
             let arguments = arguments.as_ref().and_then(|a| a.decode::<Value>().ok());
-            Binding::new(method, target.clone(), arguments.as_ref())
+            let audience = Audience {
+                server: &self.server.inner.info.name,
+                principal: self.principal.clone(),
+            };
+            Binding::new(method, target.clone(), arguments.as_ref(), audience)
         })
     }
 

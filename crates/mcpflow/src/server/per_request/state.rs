@@ -1,6 +1,8 @@
 //! `requestState`: the answers of earlier rounds, bound to the request they belong to
-//! (method, tool/prompt name or resource URI, a digest of the arguments) and sealed with
-//! HMAC-SHA256, so a client can neither alter them nor replay them on another request.
+//! (method, tool/prompt name or resource URI, a digest of the arguments), to the server
+//! that issued it (its name) and to the principal it was issued to, and sealed with
+//! HMAC-SHA256, so a client can neither alter them nor replay them on another request,
+//! another server or as someone else.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,18 +19,24 @@ use sha2::{Digest, Sha256};
 /// How long a `requestState` stays valid after it was issued.
 const STATE_TTL_MS: u64 = 60 * 60 * 1000;
 
-/// The secret `requestState` is sealed with. By default each server process draws a
-/// random one; give several instances behind one endpoint the same key
-/// ([`ServerBuilder::state_key`](crate::server::ServerBuilder::state_key)) so a round
-/// may land on any of them.
+/// The secrets `requestState` is sealed with: a ring whose first key seals and every key
+/// opens. By default each server process draws one random key; give several instances
+/// behind one endpoint the same ring
+/// ([`ServerBuilder::state_key`](crate::server::ServerBuilder::state_key)) so that a
+/// round may land on any of them.
+///
+/// To rotate without failing a request in flight, first give every instance the new
+/// secret as one that only opens ([`accepting`](Self::accepting)), then make it the one
+/// that seals, and drop the old one once the states it sealed have expired (an hour).
 ///
 /// ```
 /// use mcpflow::server::StateKey;
-/// let key = StateKey::from_bytes(b"a secret shared by every instance");
-/// # drop(key);
+/// // Every instance: the current secret seals, the previous one still opens.
+/// let key = StateKey::from_bytes(b"current secret").accepting(b"previous secret");
+/// assert_eq!(key.len(), 2);
 /// ```
 #[derive(Clone)]
-pub struct StateKey(Arc<[u8; 32]>);
+pub struct StateKey(Arc<[[u8; 32]]>);
 
 impl fmt::Debug for StateKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -39,7 +47,22 @@ impl fmt::Debug for StateKey {
 impl StateKey {
     /// A key derived from `secret` (any length; hashed to 32 bytes).
     pub fn from_bytes(secret: &[u8]) -> StateKey {
-        StateKey(Arc::new(Sha256::digest(secret).into()))
+        StateKey(Arc::new([derive(secret)]))
+    }
+
+    /// The same ring, also opening state sealed with `secret` (a key being rotated in
+    /// or out); the first key still seals.
+    #[must_use]
+    pub fn accepting(self, secret: &[u8]) -> StateKey {
+        let mut keys = self.0.to_vec();
+        keys.push(derive(secret));
+        StateKey(keys.into())
+    }
+
+    /// How many keys open state (at least one).
+    #[allow(clippy::len_without_is_empty)] // a ring is never empty
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 
     /// A random key, from the operating system.
@@ -52,11 +75,19 @@ impl StateKey {
             let seed = format!("{:?}{:p}", SystemTime::now(), &bytes);
             return StateKey::from_bytes(seed.as_bytes());
         }
-        StateKey(Arc::new(bytes))
+        StateKey(Arc::new([bytes]))
     }
 
+    /// The MAC under the sealing key.
     fn mac(&self, data: &[u8]) -> [u8; 32] {
-        hmac_sha256(&self.0[..], data)
+        hmac_sha256(&self.0[0], data)
+    }
+
+    /// Whether `tag` is the MAC of `data` under any key of the ring.
+    fn verifies(&self, data: &[u8], tag: &[u8]) -> bool {
+        self.0
+            .iter()
+            .any(|key| constant_time_eq(tag, &hmac_sha256(key, data)))
     }
 
     /// Seal `answers` for the request `binding` describes.
@@ -84,7 +115,7 @@ impl StateKey {
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
             .map_err(|_| refuse("malformed"))?;
-        if !constant_time_eq(&tag, &self.mac(body.as_bytes())) {
+        if !self.verifies(body.as_bytes(), &tag) {
             return Err(refuse("integrity check failed"));
         }
         let json = URL_SAFE_NO_PAD
@@ -101,6 +132,11 @@ impl StateKey {
     }
 }
 
+/// A secret as a 32-byte key.
+fn derive(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(secret).into()
+}
+
 /// The request a state belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Binding {
@@ -111,10 +147,28 @@ pub(crate) struct Binding {
     /// SHA-256 of the arguments in canonical form (keys sorted), hex.
     #[serde(rename = "d")]
     digest: String,
+    /// The issuing server's name: another server sharing the key refuses it.
+    #[serde(rename = "s")]
+    audience: String,
+    /// [`Principal::owner_key`](crate::server::Principal::owner_key) of whom it was
+    /// issued to, with authorization on.
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
+}
+
+/// Who a state is for: the server that issues it and the principal it is issued to.
+pub(crate) struct Audience<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) principal: Option<String>,
 }
 
 impl Binding {
-    pub(crate) fn new(method: &str, target: String, arguments: Option<&Value>) -> Binding {
+    pub(crate) fn new(
+        method: &str,
+        target: String,
+        arguments: Option<&Value>,
+        audience: Audience<'_>,
+    ) -> Binding {
         let mut canonical = Vec::new();
         write_canonical(arguments.unwrap_or(&Value::Null), &mut canonical);
         let digest = Sha256::digest(&canonical)
@@ -125,6 +179,8 @@ impl Binding {
             method: method.to_owned(),
             target,
             digest,
+            audience: audience.server.to_owned(),
+            principal: audience.principal,
         }
     }
 }
@@ -211,23 +267,85 @@ mod tests {
         );
     }
 
+    fn audience<'a>(server: &'a str, principal: Option<&str>) -> Audience<'a> {
+        Audience {
+            server,
+            principal: principal.map(str::to_owned),
+        }
+    }
+
+    fn bind(target: &str, args: &Value) -> Binding {
+        Binding::new(
+            "tools/call",
+            target.into(),
+            Some(args),
+            audience("srv", None),
+        )
+    }
+
     #[test]
     fn state_opens_only_unaltered_and_for_its_request() {
         let key = StateKey::from_bytes(b"k");
         let args = serde_json::json!({"b": 1, "a": [true]});
-        let binding = Binding::new("tools/call", "t".into(), Some(&args));
+        let binding = bind("t", &args);
         let mut answers = BTreeMap::new();
         answers.insert("x".to_owned(), serde_json::json!({"action": "decline"}));
         let state = key.seal(&binding, &answers);
         assert_eq!(key.open(&state, &binding).expect("opens"), answers);
         let reordered = serde_json::json!({"a": [true], "b": 1});
-        let same = Binding::new("tools/call", "t".into(), Some(&reordered));
+        let same = bind("t", &reordered);
         assert!(key.open(&state, &same).is_ok(), "key order does not matter");
-        let other = Binding::new("tools/call", "u".into(), Some(&args));
+        let other = bind("u", &args);
         assert!(key.open(&state, &other).is_err());
+        let elsewhere = Binding::new(
+            "tools/call",
+            "t".into(),
+            Some(&args),
+            audience("other", None),
+        );
+        assert!(
+            key.open(&state, &elsewhere).is_err(),
+            "another server's state"
+        );
+        let someone = Binding::new(
+            "tools/call",
+            "t".into(),
+            Some(&args),
+            audience("srv", Some("ann")),
+        );
+        assert!(
+            key.open(&state, &someone).is_err(),
+            "issued to nobody, used by ann"
+        );
         let mut tampered = state.clone();
         tampered.insert(3, 'A');
         assert!(key.open(&tampered, &binding).is_err());
         assert!(StateKey::from_bytes(b"j").open(&state, &binding).is_err());
+    }
+
+    #[test]
+    fn a_ring_seals_with_its_first_key_and_opens_with_any() {
+        let args = serde_json::json!({});
+        let binding = bind("t", &args);
+        let answers = BTreeMap::new();
+        let old = StateKey::from_bytes(b"old");
+        let rotating = StateKey::from_bytes(b"new").accepting(b"old");
+        let sealed_old = old.seal(&binding, &answers);
+        let sealed_new = rotating.seal(&binding, &answers);
+        assert!(
+            rotating.open(&sealed_old, &binding).is_ok(),
+            "the old key still opens"
+        );
+        assert!(rotating.open(&sealed_new, &binding).is_ok());
+        assert!(
+            old.open(&sealed_new, &binding).is_err(),
+            "the new key seals"
+        );
+        let retired = StateKey::from_bytes(b"new");
+        assert!(
+            retired.open(&sealed_old, &binding).is_err(),
+            "a dropped key opens nothing"
+        );
+        assert_eq!((old.len(), rotating.len()), (1, 2));
     }
 }

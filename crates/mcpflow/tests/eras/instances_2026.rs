@@ -1,0 +1,168 @@
+//! A 2026-07-28 multi-round request whose rounds land on different server instances
+//! behind one endpoint: the `requestState` one instance sealed opens on another that
+//! shares its key ring, and only there.
+
+use crate::common;
+
+use common::bounded;
+use mcpflow::http::server::{HttpServer, RunningHttpServer};
+use mcpflow::protocol::{CallToolResult, ElicitAction, ElicitRequestParams};
+use mcpflow::server::{Server, StateKey, ToolError};
+use serde_json::{Value, json};
+
+/// An instance named `name` with a tool that asks for a name, its state sealed by `key`.
+fn instance(name: &str, key: StateKey) -> HttpServer {
+    let server = Server::builder(name, "1.0.0")
+        .state_key(key)
+        .tool(common::tool("ask"), |_args, cx| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+            let form = ElicitRequestParams::form(
+                "Your name?",
+                schema.as_object().cloned().unwrap_or_default(),
+            );
+            let answer =
+                cx.input_key("name")
+                    .elicit(form)
+                    .await
+                    .map_err(|e| match e.rejection() {
+                        Some(error) => ToolError::Protocol(error.clone()),
+                        None => ToolError::failed(e.to_string()),
+                    })?;
+            let name = match answer.action {
+                ElicitAction::Accept => answer
+                    .content
+                    .and_then(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_default(),
+                _ => "(declined)".to_owned(),
+            };
+            Ok(CallToolResult::text(format!("hello {name}")))
+        })
+        .build();
+    HttpServer::new(server)
+}
+
+/// One round of `tools/call ask` on `server`: the result, or the error.
+async fn round(server: &RunningHttpServer, id: u64, extra: Value) -> Value {
+    let mut params = json!({
+        "name": "ask",
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+        }
+    });
+    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+        params.extend(extra);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let request = reqwest::Client::new()
+        .post(server.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "ask")
+        .body(body.to_string());
+    let response = bounded("a round's POST", request.send())
+        .await
+        .expect("POST");
+    let text = bounded("a round's answer", response.text())
+        .await
+        .expect("body");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// Round 1 on `first`: the state it sealed.
+async fn first_round(first: &RunningHttpServer) -> Value {
+    let answer = round(first, 1, json!({})).await;
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    answer["result"]["requestState"].clone()
+}
+
+/// Round 2 with `state` on `second`.
+async fn second_round(second: &RunningHttpServer, state: &Value) -> Value {
+    let accept = json!({"action": "accept", "content": {"name": "Ada"}});
+    round(
+        second,
+        2,
+        json!({"inputResponses": {"name": accept}, "requestState": state}),
+    )
+    .await
+}
+
+fn text_of(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+fn refusal(answer: &Value) -> (i64, &str) {
+    (
+        answer["error"]["code"].as_i64().unwrap_or_default(),
+        answer["error"]["message"].as_str().unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn a_round_continues_on_another_instance_with_the_same_key_ring_only() {
+    let shared = StateKey::from_bytes(b"the secret every instance shares");
+    let a = common::http::serve(instance("fleet", shared.clone())).await;
+    let b = common::http::serve(instance("fleet", shared.clone())).await;
+    let stranger = common::http::serve(instance("fleet", StateKey::random())).await;
+    let renamed = common::http::serve(instance("another-server", shared.clone())).await;
+
+    let state = first_round(&a).await;
+    let answer = second_round(&b, &state).await;
+    assert_eq!(text_of(&answer), "hello Ada", "round 2 on B: {answer}");
+
+    let answer = second_round(&stranger, &state).await;
+    let (code, message) = refusal(&answer);
+    assert_eq!(code, -32602, "another key: {answer}");
+    assert!(message.contains("integrity check failed"), "{message}");
+
+    let answer = second_round(&renamed, &state).await;
+    let (code, message) = refusal(&answer);
+    assert_eq!(code, -32602, "another server with the same key: {answer}");
+    assert!(message.contains("belongs to another request"), "{message}");
+
+    for running in [a, b, stranger, renamed] {
+        bounded("shutdown", running.shutdown()).await;
+    }
+}
+
+/// Rotation: every instance first accepts the new secret, then seals with it; a state
+/// sealed at any step opens on every instance of the same or the next step.
+#[tokio::test]
+async fn a_key_rotation_fails_no_round_in_flight() {
+    let (old, new) = (
+        b"the secret before".as_slice(),
+        b"the secret after".as_slice(),
+    );
+    let before = common::http::serve(instance("fleet", StateKey::from_bytes(old))).await;
+    let accepting = StateKey::from_bytes(old).accepting(new);
+    let step_one = common::http::serve(instance("fleet", accepting)).await;
+    let sealing = StateKey::from_bytes(new).accepting(old);
+    let step_two = common::http::serve(instance("fleet", sealing)).await;
+    let after = common::http::serve(instance("fleet", StateKey::from_bytes(new))).await;
+
+    let pairs = [
+        (&before, &step_one, true),
+        (&step_one, &before, true),
+        (&step_one, &step_two, true),
+        (&step_two, &step_one, true),
+        (&step_two, &after, true),
+        (&before, &after, false),
+    ];
+    for (i, (sealer, opener, opens)) in pairs.into_iter().enumerate() {
+        let state = first_round(sealer).await;
+        let answer = second_round(opener, &state).await;
+        if opens {
+            assert_eq!(text_of(&answer), "hello Ada", "pair {i}: {answer}");
+        } else {
+            assert_eq!(refusal(&answer).0, -32602, "pair {i}: {answer}");
+        }
+    }
+    for running in [before, step_one, step_two, after] {
+        bounded("shutdown", running.shutdown()).await;
+    }
+}
