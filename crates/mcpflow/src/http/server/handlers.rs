@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -19,11 +19,11 @@ use super::body::read_body;
 use super::events::{EventReceiver, sse_body};
 use super::new_session_id;
 use super::posted::{Posted, ReadAhead};
-use super::session::{First, HttpSession, JsonAnswer, Reply, ReplyMode, StreamError};
+use super::session::{First, HttpSession, Reply, ReplyMode, StreamError};
 use super::table::AppState;
 use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::server::Principal;
-use crate::transport::{InboundFrame, ReadFrame};
+use crate::transport::InboundFrame;
 
 /// An HTTP error with a JSON-RPC error body (no id unless known), as the spec allows.
 pub(crate) struct Refusal {
@@ -202,7 +202,11 @@ fn find_session(state: &AppState, headers: &HeaderMap) -> Result<Arc<HttpSession
     }
 }
 
-fn sse_response(events: EventReceiver, state: &AppState, session: Option<&str>) -> Response {
+pub(super) fn sse_response(
+    events: EventReceiver,
+    state: &AppState,
+    session: Option<&str>,
+) -> Response {
     let mut response = Response::new(sse_body(events, state.config.keep_alive));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -220,7 +224,7 @@ fn with_session(mut response: Response, session: Option<&str>) -> Response {
     response
 }
 
-fn stream_error(e: StreamError) -> Refusal {
+pub(super) fn stream_error(e: StreamError) -> Refusal {
     match e {
         StreamError::Gone => refuse(
             StatusCode::NOT_FOUND,
@@ -299,7 +303,8 @@ pub(crate) async fn post(
         && super::sessionless::is_sessionless_post(&headers, request)
     {
         let post = super::sessionless::check(&state.server, &headers, request)?;
-        return post_sessionless(&state, post, principal, posted.frame, sse_ok, json_ok).await;
+        return super::sessionless::post(&state, post, principal, posted.frame, sse_ok, json_ok)
+            .await;
     }
 
     let stateless = state.config.stateless;
@@ -428,7 +433,7 @@ const FIRST_MESSAGE_WAIT: Duration = Duration::from_secs(1);
 
 /// What the first message for request `id` decided, or an event stream once
 /// [`FIRST_MESSAGE_WAIT`] passed without one.
-async fn decided(
+pub(super) async fn decided(
     session: &HttpSession,
     id: &RequestId,
     mut first: oneshot::Receiver<First>,
@@ -441,113 +446,8 @@ async fn decided(
     first.await
 }
 
-fn json_response(status: StatusCode, body: Bytes) -> Response {
+pub(super) fn json_response(status: StatusCode, body: Bytes) -> Response {
     (status, [(CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-/// Serve one 2026-07-28 request without a session: a connection of its own that lives
-/// as long as the request.
-async fn post_sessionless(
-    state: &Arc<AppState>,
-    post: super::sessionless::SessionlessPost,
-    principal: Option<Extension<Arc<Principal>>>,
-    frame: ReadFrame,
-    sse_ok: bool,
-    json_ok: bool,
-) -> Result<Response, Refusal> {
-    let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
-    if let Some(Extension(principal)) = principal {
-        session.bind(principal);
-    }
-    // The session keeps no sender of its own: the engine ends once the stream and the
-    // cancel guard below are done with theirs.
-    let sender = session
-        .take_sender()
-        .ok_or(StreamError::Gone)
-        .map_err(stream_error)?;
-    let served = state
-        .server
-        .serve_per_request(transport, session.principal.clone())
-        .wait();
-    let (stopping, ended) = (state.stopping.clone(), session.clone());
-    let exchange = state.exchanges.start();
-    tokio::spawn(async move {
-        let _exchange = exchange;
-        tokio::pin!(served);
-        tokio::select! {
-            () = &mut served => {}
-            () = stopping.cancelled() => {
-                ended.terminate();
-                served.await;
-            }
-        }
-    });
-    let mode = match (sse_ok, json_ok) {
-        (true, false) => ReplyMode::Sse,
-        (false, _) => ReplyMode::Json,
-        (true, true) => ReplyMode::FirstDecides,
-    };
-    let reply = session
-        .open(
-            std::slice::from_ref(&post.id),
-            mode,
-            None,
-            Some(sender.clone()),
-        )
-        .map_err(stream_error)?;
-    sender
-        .send(InboundFrame::Read(frame))
-        .await
-        .map_err(|_| stream_error(StreamError::Gone))?;
-    let cancel = super::sessionless::CancelOnDrop::new(sender, session.clone(), post.id.clone());
-    let gone = || {
-        refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::INTERNAL_ERROR,
-            Some(post.id.clone()),
-            "the server ended before the request was answered".into(),
-        )
-    };
-    let events = match reply {
-        Reply::Sse(events) => events,
-        Reply::FirstDecides(first) => match decided(&session, &post.id, first).await {
-            Ok(First::Stream(events)) => events,
-            Ok(First::Json(answer)) => {
-                cancel.disarm();
-                return Ok(sessionless_json(answer));
-            }
-            Err(_) => return Err(gone()),
-        },
-        Reply::Json(done) => {
-            let answered = done.await;
-            if answered.is_ok() {
-                cancel.disarm();
-            }
-            let answer = answered
-                .map_err(|_| gone())?
-                .into_iter()
-                .next()
-                .unwrap_or(JsonAnswer {
-                    body: Bytes::new(),
-                    error: None,
-                });
-            return Ok(sessionless_json(answer));
-        }
-    };
-    let mut response = sse_response(events, state, None);
-    // Dropped with the body: after the answer, a cancel of a finished request that the
-    // engine ignores.
-    let body = std::mem::take(response.body_mut()).into_data_stream();
-    *response.body_mut() = Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
-        let _ = &cancel;
-        chunk
-    }));
-    Ok(response)
-}
-
-/// A 2026-07-28 JSON answer, with the HTTP status its error code calls for.
-fn sessionless_json(answer: JsonAnswer) -> Response {
-    json_response(super::sessionless::status_of(answer.error), answer.body)
 }
 
 /// 405 from a stateless server, for the methods only sessions have.

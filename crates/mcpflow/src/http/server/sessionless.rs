@@ -2,23 +2,29 @@
 //! a 2026-07-28 one is served on its own, without a session. Its headers must agree with
 //! its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`: 400 +
 //! -32020), and a JSON error answer gets the HTTP status the spec gives its code (404
-//! for -32601, 400 for the envelope errors).
+//! for -32601, 400 for the envelope errors). Each such request runs on an engine
+//! connection of its own, which lives as long as the request.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use axum::Extension;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mcpflow_protocol::methods::method;
 use mcpflow_protocol::{ErrorCode, HANDSHAKE_VERSIONS, RequestId};
 use serde_json::Value;
 
-use super::handlers::{Refusal, refuse};
-use super::session::HttpSession;
+use super::handlers::{Refusal, decided, json_response, refuse, sse_response, stream_error};
+use super::session::{First, HttpSession, JsonAnswer, Reply, ReplyMode, StreamError};
+use super::table::AppState;
 use crate::http::PROTOCOL_VERSION_HEADER;
-use crate::server::{Server, is_per_request};
+use crate::server::{Principal, Server, is_per_request};
 use crate::session::ReadRequest;
+use crate::transport::{InboundFrame, ReadFrame};
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
@@ -213,6 +219,111 @@ pub(crate) fn status_of(error: Option<ErrorCode>) -> StatusCode {
         ) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
+}
+
+/// Serve one 2026-07-28 request without a session: a connection of its own that lives
+/// as long as the request.
+pub(crate) async fn post(
+    state: &Arc<AppState>,
+    post: SessionlessPost,
+    principal: Option<Extension<Arc<Principal>>>,
+    frame: ReadFrame,
+    sse_ok: bool,
+    json_ok: bool,
+) -> Result<Response, Refusal> {
+    let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
+    if let Some(Extension(principal)) = principal {
+        session.bind(principal);
+    }
+    // The session keeps no sender of its own: the engine ends once the stream and the
+    // cancel guard below are done with theirs.
+    let sender = session
+        .take_sender()
+        .ok_or(StreamError::Gone)
+        .map_err(stream_error)?;
+    let served = state
+        .server
+        .serve_per_request(transport, session.principal.clone())
+        .wait();
+    let (stopping, ended) = (state.stopping.clone(), session.clone());
+    let exchange = state.exchanges.start();
+    tokio::spawn(async move {
+        let _exchange = exchange;
+        tokio::pin!(served);
+        tokio::select! {
+            () = &mut served => {}
+            () = stopping.cancelled() => {
+                ended.terminate();
+                served.await;
+            }
+        }
+    });
+    let mode = match (sse_ok, json_ok) {
+        (true, false) => ReplyMode::Sse,
+        (false, _) => ReplyMode::Json,
+        (true, true) => ReplyMode::FirstDecides,
+    };
+    let reply = session
+        .open(
+            std::slice::from_ref(&post.id),
+            mode,
+            None,
+            Some(sender.clone()),
+        )
+        .map_err(stream_error)?;
+    sender
+        .send(InboundFrame::Read(frame))
+        .await
+        .map_err(|_| stream_error(StreamError::Gone))?;
+    let cancel = CancelOnDrop::new(sender, session.clone(), post.id.clone());
+    let gone = || {
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            Some(post.id.clone()),
+            "the server ended before the request was answered".into(),
+        )
+    };
+    let events = match reply {
+        Reply::Sse(events) => events,
+        Reply::FirstDecides(first) => match decided(&session, &post.id, first).await {
+            Ok(First::Stream(events)) => events,
+            Ok(First::Json(answer)) => {
+                cancel.disarm();
+                return Ok(sessionless_json(answer));
+            }
+            Err(_) => return Err(gone()),
+        },
+        Reply::Json(done) => {
+            let answered = done.await;
+            if answered.is_ok() {
+                cancel.disarm();
+            }
+            let answer = answered
+                .map_err(|_| gone())?
+                .into_iter()
+                .next()
+                .unwrap_or(JsonAnswer {
+                    body: Bytes::new(),
+                    error: None,
+                });
+            return Ok(sessionless_json(answer));
+        }
+    };
+    let mut response = sse_response(events, state, None);
+    // Dropped with the body: after the answer, a cancel of a finished request that the
+    // engine ignores.
+    let body = std::mem::take(response.body_mut()).into_data_stream();
+    *response.body_mut() = Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
+        let _ = &cancel;
+        chunk
+    }));
+    Ok(response)
+}
+
+/// A 2026-07-28 JSON answer, with the HTTP status its error code calls for.
+fn sessionless_json(answer: JsonAnswer) -> Response {
+    json_response(status_of(answer.error), answer.body)
 }
 
 /// Cancels a sessionless 2026-07-28 request when its response is dropped before it was
