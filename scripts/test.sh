@@ -27,8 +27,8 @@ finish() { # pid log what
     fi
 }
 # Every crate, the benchmark harness's own tests included, and the features off by default
-# (the JWT verifier, DPoP and private_key_jwt; the CLI turns them on too).
-tests=(cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt)
+# (the JWT verifier, DPoP and private_key_jwt, the Redis bus; the CLI turns them on too).
+tests=(cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt,mcpflow/redis)
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
@@ -51,14 +51,15 @@ step "in the background: the publish dry run and the public API (scripts/release
 (./scripts/release-check.sh package api && ./scripts/fresh-crate.sh) >"$logs/release.log" 2>&1 &
 release=$!
 
+# The tests use redis-server, which the peers' installation brings.
+step "the peers' installation"
+finish "$peers" "$logs/peers.log" "scripts/install-peers.sh"
+
 step "${tests[*]}"
 "${tests[@]}"
 
 step "cargo doc --workspace --all-features --no-deps (warnings, broken links included, are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps -j2
-
-step "the peers' installation"
-finish "$peers" "$logs/peers.log" "scripts/install-peers.sh"
 
 step "interop matrix over stdio and streamable HTTP, in the background"
 INTEROP_CONTROLS="${INTEROP_CONTROLS:-0}" ./interop/run-matrix.sh >"$logs/interop.log" 2>&1 &

@@ -299,7 +299,7 @@ async fn run(command: Command) -> u8 {
         } => {
             if http.is_none() && options.is_set() {
                 eprintln!(
-                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --state-key-env, --auth-*) apply only with --http"
+                    "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --state-key-env, --redis, --auth-*) apply only with --http"
                 );
                 return EXIT_USAGE;
             }
@@ -310,14 +310,30 @@ async fn run(command: Command) -> u8 {
                     return EXIT_USAGE;
                 }
             };
-            let configure = |builder: mcpflow::server::ServerBuilder| match state_key {
-                Some(key) => builder.state_key(key),
-                None => builder,
+            let bus = match options.bus().await {
+                Ok(bus) => bus,
+                Err(e) => {
+                    eprintln!("mcpflow: {e}");
+                    return EXIT_CONNECTION;
+                }
+            };
+            let subscribing = bus.clone();
+            let configure = |mut builder: mcpflow::server::ServerBuilder| {
+                if let Some(key) = state_key {
+                    builder = builder.state_key(key);
+                }
+                if let Some(bus) = bus {
+                    builder = builder.bus(bus);
+                }
+                builder
             };
             let server = match server {
                 ServeWhat::Everything => everything::everything_server(configure),
                 ServeWhat::Demo => demo::stdio_demo_server(configure),
             };
+            if let Some(bus) = subscribing {
+                serve::await_subscription(&bus).await;
+            }
             match http {
                 None => {
                     server

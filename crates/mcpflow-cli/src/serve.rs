@@ -2,12 +2,14 @@
 //! `--http` and the HTTP server's limits, access rules and OAuth protection
 //! (`serve_auth`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mcpflow::http::server::HttpServer;
 use mcpflow::server::StateKey;
+use mcpflow::server::bus::RedisBus;
 
 use crate::args::{parse_bytes, parse_secs};
 use crate::failure::{EXIT_CONNECTION, EXIT_USAGE};
@@ -55,6 +57,10 @@ pub struct HttpOptions {
     /// instance behind one endpoint opens the others' (default: a random key per process).
     #[arg(long, global = true, value_name = "VAR")]
     state_key_env: Option<String>,
+    /// Carry list changes and resource updates to every instance that names the same
+    /// Redis (`redis://HOST:PORT[/DB]`), so that each instance's listen streams get them.
+    #[arg(long, global = true, value_name = "URL")]
+    redis: Option<String>,
     #[command(flatten)]
     auth: crate::serve_auth::ResourceAuthArgs,
 }
@@ -73,6 +79,7 @@ impl HttpOptions {
             || !self.allow_origins.is_empty()
             || self.stateless
             || self.state_key_env.is_some()
+            || self.redis.is_some()
             || self.auth.is_set()
     }
 
@@ -90,6 +97,20 @@ impl HttpOptions {
         state_key_ring(&value)
             .map(Some)
             .map_err(|why| format!("--state-key-env {var}: {why}"))
+    }
+
+    /// The Redis notification bus of `--redis`, connected, if given.
+    ///
+    /// # Errors
+    /// When Redis cannot be reached (the message names the flag and the URL).
+    pub async fn bus(&self) -> Result<Option<Arc<RedisBus>>, String> {
+        let Some(url) = &self.redis else {
+            return Ok(None);
+        };
+        match RedisBus::connect(url).await {
+            Ok(bus) => Ok(Some(Arc::new(bus))),
+            Err(e) => Err(format!("--redis {url}: {e}")),
+        }
     }
 
     fn apply(&self, mut server: HttpServer) -> HttpServer {
@@ -134,6 +155,23 @@ impl HttpOptions {
             server = server.stateless(true);
         }
         server
+    }
+}
+
+/// How long `serve --redis` waits for its subscription before it serves anyway.
+const SUBSCRIBE_WAIT: Duration = Duration::from_secs(5);
+
+/// Wait until the bus delivers to this instance, so that once it serves it misses no
+/// announcement; after [`SUBSCRIBE_WAIT`], say so and go on (the bus keeps trying).
+pub async fn await_subscription(bus: &RedisBus) {
+    if tokio::time::timeout(SUBSCRIBE_WAIT, bus.subscribed())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "mcpflow: --redis: not subscribed after {}s; serving, and announcements from other instances arrive once it is",
+            SUBSCRIBE_WAIT.as_secs()
+        );
     }
 }
 

@@ -84,6 +84,7 @@
 //! | `rustls` | off | `https://` URLs for the HTTP client |
 //! | `oauth-jwt` | off | the OAuth client's `private_key_jwt` authentication and DPoP-bound tokens (ES256, ring) |
 //! | `jwt` | off | `http::server::auth::JwtVerifier`: JWT access tokens checked against a JWKS (jsonwebtoken) |
+//! | `redis` | off | `server::bus::RedisBus`: list changes and resource updates carried to every instance of a fleet over Redis pub/sub |
 //! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
 #[cfg(feature = "http-client")]

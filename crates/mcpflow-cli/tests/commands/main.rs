@@ -1,13 +1,14 @@
 //! The `mcpflow` binary end to end: each verb over stdio and HTTP (`cli`, `verbs`), tools
 //! run as tasks (`tasks`), `host` and `call --config` (`host`), https (`tls`), OAuth
-//! (`auth`), Ctrl-C (`interrupt`) and the progress bar on a terminal (`terminal`). Every
-//! child run is bounded.
+//! (`auth`), Ctrl-C (`interrupt`), the progress bar on a terminal (`terminal`) and
+//! instances sharing a Redis (`fleet`). Every child run is bounded.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod auth;
 mod cli;
+mod fleet;
 mod host;
 mod interrupt;
 mod tasks;

@@ -13,6 +13,7 @@ use mcpflow_protocol::{
     CallToolResult, ErrorObject, GetPromptResult, JsonObject, ReadResourceResult, Tool,
 };
 
+use super::bus::Announcement;
 use super::connection::Connection;
 use super::registry::{PromptEntry, Registry, ResourceEntry, ToolEntry};
 use super::{Server, ServerContext, ToolError};
@@ -131,13 +132,27 @@ impl Server {
     /// (`notifications/resources/updated`), from anywhere: a file watcher, another
     /// task. Clients that did not subscribe to `uri` are not told.
     pub async fn notify_resource_updated(&self, uri: &str) {
-        self.inner
-            .listeners
-            .announce(method::RESOURCE_UPDATED, Some(uri))
-            .await;
+        self.announce(Announcement {
+            method: method::RESOURCE_UPDATED.to_owned(),
+            uri: Some(uri.to_owned()),
+        })
+        .await;
+    }
+
+    /// Deliver an announcement to this instance's listen streams and connections: a
+    /// resource update to those subscribed to its resource, a list change to every
+    /// handshake-era connection and the listen streams that asked for it.
+    pub(super) async fn deliver(&self, announcement: &Announcement) {
+        let (notification, uri) = (announcement.method.as_str(), announcement.uri.as_deref());
+        self.inner.listeners.announce(notification, uri).await;
         for (peer, connection) in self.connections() {
-            if let Some(connection) = connection.upgrade() {
+            let Some(connection) = connection.upgrade() else {
+                continue;
+            };
+            if let Some(uri) = uri {
                 let _ = connection.notify_resource_updated(&peer, uri).await;
+            } else if connection.takes_broadcasts() {
+                let _ = peer.notify_raw::<()>(notification, None).await;
             }
         }
     }
@@ -154,14 +169,13 @@ impl Server {
     }
 
     /// Announce a list change to handshake-era connections and to the listen streams
-    /// that asked for it.
+    /// that asked for it, on every instance when there is a bus.
     async fn broadcast(&self, notification: &str) {
-        self.inner.listeners.announce(notification, None).await;
-        for (peer, connection) in self.connections() {
-            if connection.upgrade().is_some_and(|c| c.takes_broadcasts()) {
-                let _ = peer.notify_raw::<()>(notification, None).await;
-            }
-        }
+        self.announce(Announcement {
+            method: notification.to_owned(),
+            uri: None,
+        })
+        .await;
     }
 }
 

@@ -23,6 +23,7 @@
 //! resource `-32002`.
 
 mod announce;
+pub mod bus;
 mod connection;
 mod context;
 mod dispatch;
@@ -113,6 +114,8 @@ struct ServerInner {
     state_key: StateKey,
     /// The open `subscriptions/listen` streams.
     listeners: per_request::Listeners,
+    /// Carries announcements to every instance, when set.
+    bus: Option<Arc<dyn bus::NotificationBus>>,
 }
 
 impl fmt::Debug for Server {
@@ -140,6 +143,7 @@ pub struct ServerBuilder {
     cache_hints: CacheHints,
     state_key: Option<StateKey>,
     task_limits: TaskLimits,
+    bus: Option<Arc<dyn bus::NotificationBus>>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -361,7 +365,7 @@ impl ServerBuilder {
     pub fn build(self) -> Server {
         let subscriptions = self.subscriptions
             && !(self.registry.resources.is_empty() && self.registry.templates.is_empty());
-        Server {
+        let server = Server {
             inner: Arc::new(ServerInner {
                 info_json: serde_json::to_value(&self.info).unwrap_or_default(),
                 info: self.info,
@@ -380,8 +384,13 @@ impl ServerBuilder {
                 cache_hints: self.cache_hints,
                 state_key: self.state_key.unwrap_or_else(StateKey::random),
                 listeners: per_request::Listeners::default(),
+                bus: self.bus,
             }),
+        };
+        if let Some(bus) = &server.inner.bus {
+            bus::attach(bus, &server.inner);
         }
+        server
     }
 }
 
@@ -403,6 +412,7 @@ impl Server {
             cache_hints: CacheHints::default(),
             state_key: None,
             task_limits: TaskLimits::default(),
+            bus: None,
         }
     }
 

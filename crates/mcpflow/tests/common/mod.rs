@@ -6,6 +6,7 @@ pub mod hostile;
 pub mod http;
 pub mod layout;
 pub mod logs;
+pub mod redis;
 pub mod rng;
 pub mod wait;
 

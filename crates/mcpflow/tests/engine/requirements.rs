@@ -518,6 +518,11 @@ const REQUIREMENTS: &[Requirement] = &[
         ],
     },
     Requirement {
+        id: "S-era-listen-instances",
+        text: "with a notification bus, a list change announced on one instance reaches the listen streams of every instance once, after their acknowledgements",
+        tests: &["instances_2026::an_announcement_reaches_every_instances_listen_streams_once"],
+    },
+    Requirement {
         id: "S-era-client-input",
         text: "the client fulfils every input request before it retries, echoes requestState exactly (none when none was given) and retries with a new id",
         tests: &["client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds"],

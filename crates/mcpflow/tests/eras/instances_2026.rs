@@ -1,6 +1,8 @@
-//! A 2026-07-28 multi-round request whose rounds land on different server instances
-//! behind one endpoint: the `requestState` one instance sealed opens on another that
-//! shares its key ring, and only there.
+//! Several server instances behind one endpoint, in the 2026-07-28 era: a multi-round
+//! request whose rounds land on different instances (the `requestState` one instance
+//! sealed opens on another that shares its key ring, and only there), and, over a real
+//! `redis-server`, an announcement made on one instance reaching the listen streams held
+//! by every instance once.
 
 use crate::common;
 
@@ -164,5 +166,126 @@ async fn a_key_rotation_fails_no_round_in_flight() {
     }
     for running in [before, step_one, step_two, after] {
         bounded("shutdown", running.shutdown()).await;
+    }
+}
+
+/// A `subscriptions/listen` stream, read an event at a time.
+#[cfg(feature = "redis")]
+struct Listen {
+    response: reqwest::Response,
+    body: String,
+    seen: usize,
+}
+
+#[cfg(feature = "redis")]
+impl Listen {
+    async fn open(server: &RunningHttpServer) -> Listen {
+        let params = json!({
+            "notifications": {"toolsListChanged": true, "promptsListChanged": true},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+            }
+        });
+        let body =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params});
+        let request = reqwest::Client::new()
+            .post(server.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string());
+        let response = bounded("the listen POST", request.send())
+            .await
+            .expect("POST");
+        assert_eq!(response.status(), 200);
+        Listen {
+            response,
+            body: String::new(),
+            seen: 0,
+        }
+    }
+
+    /// The next message on the stream.
+    async fn next(&mut self) -> Value {
+        loop {
+            let events = common::http::sse_events(&self.body);
+            if let Some(event) = events.get(self.seen) {
+                self.seen += 1;
+                return serde_json::from_str(&event.data).expect("a JSON event");
+            }
+            let chunk = bounded("the next event on a listen stream", self.response.chunk())
+                .await
+                .expect("read")
+                .expect("the stream stays open");
+            self.body.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+/// Announcements cross instances over Redis: a list change made on one instance reaches
+/// the listen stream of each of three instances once, after its acknowledgement, and a
+/// second one from another instance comes next on every stream (no copy of the first
+/// in between).
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn an_announcement_reaches_every_instances_listen_streams_once() {
+    use mcpflow::server::bus::RedisBus;
+    use std::sync::Arc;
+
+    let redis = common::redis::RedisServer::start().await;
+    let mut servers = Vec::new();
+    let mut running = Vec::new();
+    for _ in 0..3 {
+        let bus = Arc::new(
+            bounded("connecting to redis", RedisBus::connect(&redis.url))
+                .await
+                .expect("the bus connects"),
+        );
+        let server = Server::builder("fleet", "1.0.0")
+            .bus(bus.clone())
+            .tool(common::tool("noop"), |_args, _cx| async {
+                Ok(CallToolResult::text("ok"))
+            })
+            .prompt(
+                mcpflow::protocol::prompts::Prompt::new("p", "a prompt"),
+                |_args, _cx| async { Ok(mcpflow::protocol::GetPromptResult::new(Vec::new())) },
+            )
+            .build();
+        bounded("the bus subscribes", bus.subscribed()).await;
+        running.push(common::http::serve(HttpServer::new(server.clone())).await);
+        servers.push(server);
+    }
+    let mut streams = Vec::new();
+    for instance in &running {
+        let mut stream = Listen::open(instance).await;
+        let ack = stream.next().await;
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        streams.push(stream);
+    }
+    servers[1].notify_tool_list_changed().await;
+    servers[2].notify_prompt_list_changed().await;
+    for (i, stream) in streams.iter_mut().enumerate() {
+        let first = stream.next().await;
+        assert_eq!(
+            first["method"], "notifications/tools/list_changed",
+            "instance {i}: {first}"
+        );
+        let second = stream.next().await;
+        assert_eq!(
+            second["method"], "notifications/prompts/list_changed",
+            "instance {i}, the next message: {second}"
+        );
+    }
+    for server in &servers {
+        server.close_subscriptions();
+    }
+    for instance in running {
+        bounded("shutdown", instance.shutdown()).await;
     }
 }
