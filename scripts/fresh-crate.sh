@@ -96,7 +96,12 @@ cat "$crate/Cargo.toml"
 echo "---"
 
 cd "$crate"
-export CARGO_TARGET_DIR="$target/fresh-crate"
+# The publish dry run (scripts/release-check.sh package) builds mcpflow's dependencies with
+# the same flags and the workspace's cargo configuration in this target directory: the crate
+# reuses them rather than building them again.
+mkdir -p .cargo
+cp "$root/.cargo/config.toml" .cargo/config.toml
+export CARGO_TARGET_DIR="$target/package-check"
 export RUSTFLAGS="-D warnings"
 export PATH="$target/debug:$PATH"
 

@@ -88,9 +88,11 @@ echo "--> cargo publish --workspace --dry-run"
 # reuse what an earlier run unpacked and built. So the unpacked copies go, and the
 # build runs in a target directory of its own whose artifacts of these crates go too.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/mcpflow*
+# Warnings are errors, as in scripts/fresh-crate.sh, which builds in the same target
+# directory and so reuses the dependencies built here.
 package_target="$target/package-check"
 rm -rf "$package_target"/debug/{.fingerprint,deps,build}/*mcpflow*
-CARGO_TARGET_DIR="$package_target" timeout 1800 \
+CARGO_TARGET_DIR="$package_target" RUSTFLAGS="-D warnings" timeout 1800 \
     cargo publish -q --workspace --dry-run --allow-dirty -j2
 }
 
