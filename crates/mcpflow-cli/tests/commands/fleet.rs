@@ -42,15 +42,17 @@ async fn serve_redis_carries_a_list_change_to_another_instances_listen_stream() 
             "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
         }
     }});
-    let mut response = reqwest::Client::new()
+    let request = reqwest::Client::new()
         .post(&a.url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "subscriptions/listen")
         .body(listen.to_string())
-        .send()
+        .send();
+    let mut response = tokio::time::timeout(LIMIT, request)
         .await
+        .expect("the listen POST is answered in time")
         .expect("the listen POST");
     let mut body = String::new();
     let ack = events(&mut response, &mut body, 1).await;

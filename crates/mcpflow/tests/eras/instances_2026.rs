@@ -43,31 +43,42 @@ fn instance(name: &str, key: StateKey) -> HttpServer {
     HttpServer::new(server)
 }
 
-/// One round of `tools/call ask` on `server`: the result, or the error.
-async fn round(server: &RunningHttpServer, id: u64, extra: Value) -> Value {
-    let mut params = json!({
-        "name": "ask",
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
-        }
+/// A 2026-07-28 POST of `method` with `params` (the envelope added, declaring
+/// `capabilities`), named `name` in `Mcp-Name` when given: the response, its body unread.
+async fn post(
+    server: &RunningHttpServer,
+    id: u64,
+    method: &str,
+    name: Option<&str>,
+    capabilities: Value,
+    mut params: Value,
+) -> reqwest::Response {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
     });
-    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
-        params.extend(extra);
-    }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-    let request = reqwest::Client::new()
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut request = reqwest::Client::new()
         .post(server.url())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "ask")
+        .header("mcp-method", method)
         .body(body.to_string());
-    let response = bounded("a round's POST", request.send())
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    bounded("a 2026-07-28 POST", request.send())
         .await
-        .expect("POST");
+        .expect("POST")
+}
+
+/// One round of `tools/call ask` on `server`: the result, or the error.
+async fn round(server: &RunningHttpServer, id: u64, mut params: Value) -> Value {
+    params["name"] = json!("ask");
+    let capabilities = json!({"elicitation": {}});
+    let response = post(server, id, "tools/call", Some("ask"), capabilities, params).await;
     let text = bounded("a round's answer", response.text())
         .await
         .expect("body");
@@ -180,26 +191,10 @@ struct Listen {
 #[cfg(feature = "redis")]
 impl Listen {
     async fn open(server: &RunningHttpServer) -> Listen {
-        let params = json!({
-            "notifications": {"toolsListChanged": true, "promptsListChanged": true},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
-            }
-        });
-        let body =
-            json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params});
-        let request = reqwest::Client::new()
-            .post(server.url())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "subscriptions/listen")
-            .body(body.to_string());
-        let response = bounded("the listen POST", request.send())
-            .await
-            .expect("POST");
+        let params =
+            json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}});
+        let method = "subscriptions/listen";
+        let response = post(server, 1, method, None, json!({}), params).await;
         assert_eq!(response.status(), 200);
         Listen {
             response,

@@ -136,11 +136,8 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
     // with the error that names the versions served (-32022).
     let in_session = headers.contains_key(SESSION_ID_HEADER) || state.config.stateless;
     if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER).filter(|_| in_session) {
-        let known = PER_REQUEST_VERSIONS
-            .iter()
-            .chain(HANDSHAKE_VERSIONS)
-            .any(|v| v.as_str() == version);
-        if !known {
+        let version = ProtocolVersion::from(version.to_owned());
+        if !version.is_known() {
             return Err(bad_request(format!(
                 "unsupported MCP-Protocol-Version `{version}`; supported: {}",
                 known_versions()

@@ -16,6 +16,15 @@ use super::events::{
 use super::session::{First, JsonAnswer};
 use crate::transport::InboundFrame;
 
+/// What an outbound message is to the stream that carries it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Sent {
+    /// One of the responses the stream owes, with its code when it is an error.
+    Response(Option<ErrorCode>),
+    /// Anything else: progress, a log, a request, a notification.
+    Other,
+}
+
 /// One stream of the session: a POST's answer, or the standalone GET stream.
 pub(super) struct StreamState {
     /// Responses this stream still owes (`usize::MAX` for the standalone stream).
@@ -121,20 +130,13 @@ impl Routes {
         }
     }
 
-    /// Put one outbound message on `stream`; `response`, with its error code if it is
-    /// an error, marks one of the responses the stream owes. The message is shared,
-    /// not copied, by a JSON body and by the event store; an event stream gets it
-    /// encoded as an event.
-    pub(super) fn deliver(
-        &mut self,
-        stream: u64,
-        bytes: Bytes,
-        response: Option<Option<ErrorCode>>,
-    ) {
+    /// Put one outbound message on `stream`. The message is shared, not copied, by a
+    /// JSON body and by the event store; an event stream gets it encoded as an event.
+    pub(super) fn deliver(&mut self, stream: u64, bytes: Bytes, sent: Sent) {
         if let Some(state) = self.streams.get_mut(&stream)
             && state.first.is_some()
         {
-            if let Some(error) = response
+            if let Sent::Response(error) = sent
                 && state.awaiting == 1
             {
                 // Nothing came before the answer: it goes as the body, not an event.
@@ -152,7 +154,7 @@ impl Routes {
             return;
         };
         if let Some((bodies, _)) = &mut state.json {
-            if let Some(error) = response {
+            if let Sent::Response(error) = sent {
                 bodies.push(JsonAnswer { body: bytes, error });
             }
         } else {
@@ -171,7 +173,7 @@ impl Routes {
                 state.conn = None;
             }
         }
-        if response.is_some() {
+        if matches!(sent, Sent::Response(_)) {
             self.answered(stream);
         }
     }

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::events::{
     EventReceiver, EventStore, QueueBudget, event_channel, event_id, parse_event_id,
 };
-use super::routes::Routes;
+use super::routes::{Routes, Sent};
 use crate::error::TransportError;
 use crate::server::{Principal, PrincipalSlot};
 use crate::transport::{
@@ -377,23 +377,26 @@ impl SessionWriter {
     /// Route one whole frame to its stream.
     fn route(&self, frame: Bytes, meta: &FrameMeta) {
         let mut routes = lock(&self.routes);
-        let (target, response) = match &meta.kind {
+        let (target, sent) = match &meta.kind {
             FrameKind::Response(Some(id)) => {
                 if routes.init_id.as_ref() == Some(id) {
                     routes.version = negotiated_version(&frame);
                 }
-                (routes.by_request.remove(id), Some(meta.error_code()))
+                (
+                    routes.by_request.remove(id),
+                    Sent::Response(meta.error_code()),
+                )
             }
             _ => {
                 let related = meta
                     .related
                     .as_ref()
                     .and_then(|id| routes.by_request.get(id).copied());
-                (related.or_else(|| routes.unrelated_target()), None)
+                (related.or_else(|| routes.unrelated_target()), Sent::Other)
             }
         };
         match target {
-            Some(stream) => routes.deliver(stream, frame, response),
+            Some(stream) => routes.deliver(stream, frame, sent),
             None => tracing::debug!(
                 session = %routes.session,
                 kind = ?meta.kind,

@@ -167,27 +167,37 @@ async fn subscribe(
 ) {
     let mut backoff = MIN_BACKOFF;
     loop {
-        match client.get_async_pubsub().await {
-            Ok(mut pubsub) => match pubsub.subscribe(&*channel).await {
-                Ok(()) => {
-                    backoff = MIN_BACKOFF;
-                    subscribed.send_replace(true);
-                    tracing::debug!(channel = %channel, "subscribed to the notification bus");
-                    let mut messages = pubsub.on_message();
-                    while let Some(message) = messages.next().await {
-                        match serde_json::from_slice::<Announcement>(message.get_payload_bytes()) {
-                            Ok(announcement) => deliver(announcement).await,
-                            Err(e) => tracing::debug!(error = %e, "ignored a message on the bus"),
-                        }
-                    }
-                    subscribed.send_replace(false);
-                    tracing::warn!(channel = %channel, "the Redis subscription ended; resubscribing");
-                }
-                Err(e) => tracing::warn!(error = %e, "could not subscribe to the Redis channel"),
-            },
-            Err(e) => tracing::warn!(error = %e, "could not reach Redis for the notification bus"),
+        match listen(&client, &channel, &subscribed, &deliver).await {
+            Ok(()) => {
+                backoff = MIN_BACKOFF;
+                tracing::warn!(channel = %channel, "the Redis subscription ended; resubscribing");
+            }
+            Err(e) => tracing::warn!(error = %e, "could not subscribe to the Redis channel"),
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
+}
+
+/// One subscription: `Ok` when it ended after it was active, `Err` when it could not
+/// be made.
+async fn listen(
+    client: &redis::Client,
+    channel: &str,
+    subscribed: &watch::Sender<bool>,
+    deliver: &Deliver,
+) -> redis::RedisResult<()> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.subscribe(channel).await?;
+    subscribed.send_replace(true);
+    tracing::debug!(channel, "subscribed to the notification bus");
+    let mut messages = pubsub.on_message();
+    while let Some(message) = messages.next().await {
+        match serde_json::from_slice::<Announcement>(message.get_payload_bytes()) {
+            Ok(announcement) => deliver(announcement).await,
+            Err(e) => tracing::debug!(error = %e, "ignored a message on the bus"),
+        }
+    }
+    subscribed.send_replace(false);
+    Ok(())
 }

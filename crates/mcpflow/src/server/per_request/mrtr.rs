@@ -33,11 +33,11 @@ pub(crate) struct Round {
     answers: BTreeMap<String, Value>,
     /// What the state is bound to: the method, its target and its arguments.
     target: (String, String, Option<JsonText>),
-    /// And whom it is for: this server, and the principal the request acts for.
+    /// And whom it is for: this server (its name; its key seals the state), and the
+    /// principal the request acts for.
     principal: Option<String>,
     server: Server,
     binding: OnceLock<Binding>,
-    key: StateKey,
     next: AtomicUsize,
     /// The answers the handler used, carried into the next round's state.
     used: Mutex<BTreeMap<String, Value>>,
@@ -65,13 +65,12 @@ impl Round {
             principal,
             server: server.clone(),
             binding: OnceLock::new(),
-            key: server.inner.state_key.clone(),
             next: AtomicUsize::new(0),
             used: Mutex::default(),
             asked: Mutex::default(),
         };
         if let Some(state) = head.request_state.optional("requestState")? {
-            round.answers = round.key.open(state, round.binding())?;
+            round.answers = round.key().open(state, round.binding())?;
         }
         if let Some(responses) = head.input_responses.optional("inputResponses")? {
             let responses: BTreeMap<String, Value> =
@@ -93,6 +92,11 @@ impl Round {
             };
             Binding::new(method, target.clone(), arguments.as_ref(), audience)
         })
+    }
+
+    /// The server's `requestState` key ring.
+    fn key(&self) -> &StateKey {
+        &self.server.inner.state_key
     }
 
     /// The key of the next input call: `named`, or one by call order.
@@ -131,7 +135,7 @@ impl Round {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let state = self.key.seal(self.binding(), &used);
+        let state = self.key().seal(self.binding(), &used);
         InputRequiredResult::new(requests, Some(state))
     }
 }
