@@ -41,6 +41,16 @@ struct SamplingArgs {
     prompt: String,
 }
 
+// Arguments of `progress_stream`.
+#[derive(Deserialize, JsonSchema)]
+struct ProgressStreamArgs {
+    /// How many progress notifications to send (at most 10,000).
+    count: u32,
+    /// Milliseconds between them (at most 10,000).
+    #[serde(default)]
+    interval_ms: u64,
+}
+
 // Arguments of `test_elicitation`.
 #[derive(Deserialize, JsonSchema)]
 struct ElicitationArgs {
@@ -268,6 +278,19 @@ pub fn everything_server(configure: impl FnOnce(ServerBuilder) -> ServerBuilder)
             |_args: NoArgs, cx| async move {
                 let how = if cx.task_id().is_some() { "ran as a task" } else { "ran directly" };
                 Ok::<_, ToolError>(CallToolResult::text(how))
+            },
+        )
+        .typed_tool("progress_stream", "Reports `count` progress notifications, `interval_ms` apart, then answers with the count", |args: ProgressStreamArgs, cx| async move {
+                let count = args.count.min(10_000);
+                for i in 1..=count {
+                    if i > 1 {
+                        tokio::time::sleep(Duration::from_millis(args.interval_ms.min(10_000))).await;
+                    }
+                    cx.progress(f64::from(i), Some(f64::from(count)), None)
+                        .await
+                        .map_err(|e| failed("progress", e))?;
+                }
+                Ok::<_, ToolError>(CallToolResult::text(count.to_string()))
             },
         )
         .typed_tool("test_tool_with_progress", "Tests tool that reports progress notifications", |_args: NoArgs, cx| async move {

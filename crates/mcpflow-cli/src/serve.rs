@@ -8,6 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mcpflow::http::server::HttpServer;
+use mcpflow::http::server::fleet::RedisSessionStore;
 use mcpflow::server::StateKey;
 use mcpflow::server::bus::RedisBus;
 
@@ -57,8 +58,9 @@ pub struct HttpOptions {
     /// instance behind one endpoint opens the others' (default: a random key per process).
     #[arg(long, global = true, value_name = "VAR")]
     state_key_env: Option<String>,
-    /// Carry list changes and resource updates to every instance that names the same
-    /// Redis (`redis://HOST:PORT[/DB]`), so that each instance's listen streams get them.
+    /// Share sessions, event streams, list changes and resource updates with every
+    /// instance that names the same Redis (`redis://HOST:PORT[/DB]`), so that any of
+    /// them serves any request behind a plain load balancer.
     #[arg(long, global = true, value_name = "URL")]
     redis: Option<String>,
     #[command(flatten)]
@@ -221,6 +223,15 @@ pub async fn serve_http(server: mcpflow::server::Server, addr: &str, options: &H
         }
     };
     let mut http = options.apply(HttpServer::new(server));
+    if let Some(url) = options.redis.as_deref().filter(|_| !options.stateless) {
+        match RedisSessionStore::connect(url).await {
+            Ok(store) => http = http.session_store(Arc::new(store)),
+            Err(e) => {
+                eprintln!("mcpflow: --redis {url}: {e}");
+                return EXIT_CONNECTION;
+            }
+        }
+    }
     if let Some(protection) = protection {
         let served = match listener.local_addr() {
             Ok(local) => format!("http://{local}/mcp"),

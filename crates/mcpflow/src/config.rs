@@ -35,6 +35,8 @@ pub struct SessionConfig {
     pub(crate) request_timeout: Duration,
     pub(crate) max_request_timeout: Duration,
     pub(crate) close_grace: Duration,
+    /// The id of this side's first request (a fleet's instances start theirs apart).
+    pub(crate) first_request_id: i64,
 }
 
 impl Default for SessionConfig {
@@ -47,6 +49,7 @@ impl Default for SessionConfig {
             request_timeout: Duration::from_secs(60),
             max_request_timeout: Duration::from_secs(30 * 60),
             close_grace: Duration::from_secs(2),
+            first_request_id: 1,
         }
     }
 }

@@ -6,8 +6,7 @@ use crate::common;
 use common::{HttpServe, LIMIT, mcpflow, mcpflow_with};
 use serde_json::{Value, json};
 
-#[path = "../../../mcpflow/tests/common/redis.rs"]
-mod redis;
+use crate::redis;
 
 /// The events of a listen stream, read until `want` of them arrived.
 async fn events(response: &mut reqwest::Response, body: &mut String, want: usize) -> Vec<Value> {

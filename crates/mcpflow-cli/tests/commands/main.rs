@@ -1,14 +1,17 @@
 //! The `mcpflow` binary end to end: each verb over stdio and HTTP (`cli`, `verbs`), tools
 //! run as tasks (`tasks`), `host` and `call --config` (`host`), https (`tls`), OAuth
 //! (`auth`), Ctrl-C (`interrupt`), the progress bar on a terminal (`terminal`) and
-//! instances sharing a Redis (`fleet`). Every child run is bounded.
+//! instances sharing a Redis (`fleet`, `fleet_sessions`). Every child run is bounded.
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../../../mcpflow/tests/common/redis.rs"]
+mod redis;
 
 mod auth;
 mod cli;
 mod fleet;
+mod fleet_sessions;
 mod host;
 mod interrupt;
 mod tasks;

@@ -150,6 +150,14 @@ impl HttpServe {
     }
 }
 
+impl HttpServe {
+    /// Kill it with SIGKILL: no shutdown of its own.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for HttpServe {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -428,7 +428,22 @@ impl Server {
         transport: T,
         principal: PrincipalSlot,
     ) -> RunningServer {
-        self.serve_connection(transport, Connection::new(self.clone(), principal))
+        self.serve_connection(transport, Connection::new(self.clone(), principal), 1)
+    }
+
+    /// [`serve_as`](Self::serve_as), numbering this side's requests from `first_id`.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn serve_as_from<T: Transport>(
+        &self,
+        transport: T,
+        principal: PrincipalSlot,
+        first_id: i64,
+    ) -> RunningServer {
+        self.serve_connection(
+            transport,
+            Connection::new(self.clone(), principal),
+            first_id,
+        )
     }
 
     /// Serve a connection that only carries 2026-07-28 requests (an HTTP request
@@ -441,19 +456,22 @@ impl Server {
     ) -> RunningServer {
         let connection = Connection::new(self.clone(), principal);
         connection.per_request_only.store(true, Ordering::Release);
-        self.serve_connection(transport, connection)
+        self.serve_connection(transport, connection, 1)
     }
 
     fn serve_connection<T: Transport>(
         &self,
         transport: T,
         connection: Connection,
+        first_id: i64,
     ) -> RunningServer {
         let connection = Arc::new(connection);
         let service = Arc::new(dispatch::ServerService {
             connection: connection.clone(),
         });
-        let session = Session::start(transport, service, self.inner.config.clone());
+        let mut config = self.inner.config.clone();
+        config.first_request_id = first_id;
+        let session = Session::start(transport, service, config);
         // A connection of 2026-07-28 requests only takes no broadcast: announcements
         // reach those clients through their listen streams.
         if !connection.per_request_only.load(Ordering::Acquire) {

@@ -75,9 +75,10 @@ impl Session {
             direct.clone(),
         );
         let lane = NotificationLane::new(config.notification_lane_capacity.get());
+        let first_id = config.first_request_id;
         let shared = Arc::new(Shared {
             config,
-            next_id: AtomicI64::new(1),
+            next_id: AtomicI64::new(first_id),
             pending: Arc::default(),
             direct,
             outbound: outbound_tx,

@@ -205,6 +205,16 @@ impl ReadFrame {
         }
     }
 
+    /// The request a frame of one response (a result or an error) answers.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn response_id(&self) -> Option<&RequestId> {
+        match &self.items {
+            Items::Single(Ok(Item::Response { id, .. })) => Some(id),
+            Items::Single(Ok(Item::Error(e))) => e.id.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The ids of the requests that `notifications/cancelled` messages in it cancel.
     #[cfg(feature = "http-server")]
     pub(crate) fn cancels(&self) -> impl Iterator<Item = RequestId> + '_ {

@@ -1,6 +1,10 @@
 //! A real `redis-server` on a free loopback port, for the tests of a fleet: started with
-//! persistence off, stopped when dropped.
+//! persistence off (or on, in a directory of its own), stopped when dropped, and killed
+//! and restarted on the same port when a test needs Redis to go away.
 
+#![allow(dead_code)] // each test binary uses part of it
+
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -9,21 +13,48 @@ use tokio::process::{Child, Command};
 
 /// A running `redis-server`.
 pub struct RedisServer {
-    _child: Child,
+    child: Option<Child>,
+    port: u16,
+    /// Where it keeps its append-only file, with persistence on.
+    dir: Option<PathBuf>,
     /// `redis://127.0.0.1:PORT`.
     pub url: String,
 }
 
 impl RedisServer {
-    /// Start one and wait until it accepts connections (10 s at most).
+    /// Start one without persistence and wait until it accepts connections (10 s at most).
     pub async fn start() -> RedisServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let mut child = Command::new("redis-server")
+        RedisServer::launch(free_port(), None).await
+    }
+
+    /// Start one that keeps an append-only file (`appendfsync always`), so that what it
+    /// acknowledged survives a restart.
+    pub async fn start_persistent() -> RedisServer {
+        let dir = std::env::temp_dir().join(format!(
+            "mcpflow-redis-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).expect("a directory for redis-server's files");
+        RedisServer::launch(free_port(), Some(dir)).await
+    }
+
+    async fn launch(port: u16, dir: Option<PathBuf>) -> RedisServer {
+        let mut command = Command::new("redis-server");
+        command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(["--save", ""]);
+        match &dir {
+            Some(dir) => {
+                command
+                    .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+                    .arg(dir);
+            }
+            None => {
+                command.args(["--appendonly", "no"]);
+            }
+        }
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -52,8 +83,39 @@ impl RedisServer {
         // Its later log lines are read and dropped, so it never writes into a closed pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         RedisServer {
-            _child: child,
+            child: Some(child),
+            port,
+            dir,
             url: format!("redis://127.0.0.1:{port}"),
         }
     }
+
+    /// Kill it (SIGKILL) and wait until it is gone.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Start it again on the same port (and with the same files, with persistence).
+    pub async fn restart(&mut self) {
+        self.kill().await;
+        let again = RedisServer::launch(self.port, self.dir.take()).await;
+        *self = again;
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
 }

@@ -523,6 +523,40 @@ const REQUIREMENTS: &[Requirement] = &[
         tests: &["instances_2026::an_announcement_reaches_every_instances_listen_streams_once"],
     },
     Requirement {
+        id: "S-era-store-free",
+        text: "a 2026-07-28 request that asks for no input asks a shared session store nothing",
+        tests: &["instances_2026::a_plain_2026_call_asks_the_session_store_nothing"],
+    },
+    Requirement {
+        id: "S-fleet-sessions",
+        text: "with a shared session store, any instance serves any request of a handshake-era session",
+        tests: &["fleet_sessions::a_thousand_sessions_hop_across_three_instances_without_an_error"],
+    },
+    Requirement {
+        id: "S-fleet-resume",
+        text: "a stream resumes on any instance from the store with every event once and in order; when the instance writing it is gone, each response it owed is an error",
+        tests: &[
+            "fleet_sessions::a_stream_of_a_killed_instance_resumes_on_another_with_every_event_once_then_an_error",
+        ],
+    },
+    Requirement {
+        id: "S-fleet-replay",
+        text: "a Last-Event-ID of another session or another stream replays nothing, on any instance",
+        tests: &["fleet_sessions::another_sessions_or_streams_last_event_id_replays_nothing"],
+    },
+    Requirement {
+        id: "S-fleet-answers",
+        text: "a client's answer to a server-to-client request reaches the instance whose handler waits for it, whichever instance it is posted to",
+        tests: &["fleet_sessions::a_thousand_elicitations_are_answered_through_another_instance"],
+    },
+    Requirement {
+        id: "S-fleet-store-down",
+        text: "while the store is unreachable, session requests get 503 with Retry-After and 2026-07-28 requests without input are served; after it returns the instances reconnect by themselves, and sessions survive only a restart with persistence",
+        tests: &[
+            "fleet_sessions::redis_down_is_503_with_retry_after_and_sessions_follow_its_persistence",
+        ],
+    },
+    Requirement {
         id: "S-era-client-input",
         text: "the client fulfils every input request before it retries, echoes requestState exactly (none when none was given) and retries with a new id",
         tests: &["client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds"],
@@ -864,6 +898,12 @@ const SOURCES: &[Source] = &[
         binary: "commands (mcpflow-cli)",
         parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
         text: include_str!("../../../mcpflow-cli/tests/commands/cli.rs"),
+    },
+    Source {
+        module: "fleet_sessions",
+        binary: "commands (mcpflow-cli)",
+        parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
+        text: include_str!("../../../mcpflow-cli/tests/commands/fleet_sessions.rs"),
     },
 ];
 

@@ -2,7 +2,8 @@
 //! request whose rounds land on different instances (the `requestState` one instance
 //! sealed opens on another that shares its key ring, and only there), and, over a real
 //! `redis-server`, an announcement made on one instance reaching the listen streams held
-//! by every instance once.
+//! by every instance once; and a request without input never asking the shared session
+//! store anything.
 
 use crate::common;
 
@@ -283,4 +284,136 @@ async fn an_announcement_reaches_every_instances_listen_streams_once() {
     for instance in running {
         bounded("shutdown", instance.shutdown()).await;
     }
+}
+
+/// A session store that answers nothing and counts what it is asked.
+#[derive(Debug, Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+mod counting {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use mcpflow::http::server::StreamKey;
+    use mcpflow::http::server::fleet::{
+        Append, DeliverForwarded, Entries, Forwarded, SessionRecord, SessionStore, StoreError,
+    };
+    use mcpflow::session::BoxFuture;
+
+    impl super::Counting {
+        fn refuse<T: Send + 'static>(&self) -> BoxFuture<'static, Result<T, StoreError>> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async {
+                Err(StoreError::Unavailable {
+                    detail: "counting only".into(),
+                })
+            })
+        }
+
+        pub(super) fn asked(&self) -> usize {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    impl SessionStore for super::Counting {
+        fn node(&self) -> u32 {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            1
+        }
+        fn create(
+            &self,
+            _: &str,
+            _: &SessionRecord,
+            _: Duration,
+        ) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.refuse()
+        }
+        fn load(
+            &self,
+            _: &str,
+            _: Duration,
+        ) -> BoxFuture<'static, Result<Option<SessionRecord>, StoreError>> {
+            self.refuse()
+        }
+        fn touch(
+            &self,
+            _: &[&str],
+            _: Duration,
+        ) -> BoxFuture<'static, Result<Vec<bool>, StoreError>> {
+            self.refuse()
+        }
+        fn remove(&self, _: &str) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.refuse()
+        }
+        fn append(&self, _: Vec<Append>) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.refuse()
+        }
+        fn read(
+            &self,
+            _: &StreamKey,
+            _: Option<u64>,
+            _: Duration,
+        ) -> BoxFuture<'static, Result<Option<Entries>, StoreError>> {
+            self.refuse()
+        }
+        fn is_alive(&self, _: u32) -> BoxFuture<'static, Result<bool, StoreError>> {
+            self.refuse()
+        }
+        fn forward(&self, _: u32, _: Forwarded) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.refuse()
+        }
+        fn deliver_to(&self, _: DeliverForwarded) {}
+    }
+}
+
+#[tokio::test]
+async fn a_plain_2026_call_asks_the_session_store_nothing() {
+    let store = std::sync::Arc::new(Counting::default());
+    let server = instance("plain", StateKey::random())
+        .session_store(store.clone())
+        .bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let response = post(&server, 1, "tools/list", None, json!({}), json!({})).await;
+    let status = response.status();
+    assert_eq!(status, 200, "{}", response.text().await.unwrap_or_default());
+    let response = post(
+        &server,
+        2,
+        "tools/call",
+        Some("ask"),
+        json!({"elicitation": {}}),
+        json!({"name": "ask", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        store.asked(),
+        0,
+        "a 2026-07-28 request without input used the session store"
+    );
+    // A handshake-era session needs the store: refused while it answers nothing.
+    let initialize = json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}
+    }});
+    let response = bounded(
+        "initialize",
+        reqwest::Client::new()
+            .post(server.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(initialize.to_string())
+            .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(
+        response.status(),
+        503,
+        "initialize while the store is unavailable"
+    );
+    assert!(response.headers().contains_key("retry-after"));
+    assert!(store.asked() > 0);
+    server.shutdown().await;
 }

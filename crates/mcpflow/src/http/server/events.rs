@@ -228,11 +228,17 @@ impl QueueBudget {
 /// The sending end of one event-stream response. Sending never waits, so one slow
 /// client cannot hold up the session's writer; a client more than 64 MiB behind loses
 /// the connection instead, as does one that is behind when the server's budget is
-/// spent, and what was queued for it is dropped at once.
-#[derive(Debug)]
+/// spent, and what was queued for it is dropped at once. The stream ends when the last
+/// clone is dropped.
+#[derive(Debug, Clone)]
 pub(crate) struct EventSender {
     queue: Arc<EventQueue>,
+    _open: Arc<Open>,
 }
+
+/// Ends the stream when dropped, with the last [`EventSender`].
+#[derive(Debug)]
+struct Open(Arc<EventQueue>);
 
 /// The receiving end, turned into a response body by [`sse_body`].
 #[derive(Debug)]
@@ -318,10 +324,10 @@ impl Drop for EventReceiver {
     }
 }
 
-impl Drop for EventSender {
+impl Drop for Open {
     fn drop(&mut self) {
-        self.queue.lock().ended = true;
-        self.queue.ready.notify_one();
+        self.0.lock().ended = true;
+        self.0.ready.notify_one();
     }
 }
 
@@ -334,6 +340,7 @@ pub(crate) fn event_channel(budget: &Arc<QueueBudget>) -> (EventSender, EventRec
     (
         EventSender {
             queue: queue.clone(),
+            _open: Arc::new(Open(queue.clone())),
         },
         EventReceiver { queue },
     )

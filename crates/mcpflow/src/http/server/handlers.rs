@@ -16,7 +16,8 @@ use mcpflow_protocol::{
 use tokio::sync::oneshot;
 
 use super::body::read_body;
-use super::events::{EventReceiver, sse_body};
+use super::events::{EventReceiver, parse_event_id, sse_body};
+use super::fleet::{self, tail};
 use super::new_session_id;
 use super::posted::{Posted, ReadAhead};
 use super::session::{First, HttpSession, Reply, ReplyMode, StreamError};
@@ -175,13 +176,24 @@ fn check_session_version(session: &HttpSession, headers: &HeaderMap) -> Result<(
     )))
 }
 
-/// The session a request names: 400 without one, 404 when unknown or terminated.
-fn find_session(state: &AppState, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
+/// The session a request names: 400 without one, 404 when unknown or terminated. In a
+/// fleet, a session another instance started is found in the store.
+async fn find_session(
+    state: &Arc<AppState>,
+    headers: &HeaderMap,
+    principal: Option<&Arc<Principal>>,
+) -> Result<Arc<HttpSession>, Refusal> {
     let Some(id) = header(headers, SESSION_ID_HEADER) else {
         return Err(bad_request(
             "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned",
         ));
     };
+    if let Some(shared) = &state.config.sessions {
+        let session = fleet::endpoint::find(state, shared, id, principal).await?;
+        check_session_version(&session, headers)?;
+        session.touch();
+        return Ok(session);
+    }
     match state.session(id) {
         Some(session) => {
             check_session_version(&session, headers)?;
@@ -316,7 +328,8 @@ pub(crate) async fn post(
                 "this session is already initialized; send `initialize` without Mcp-Session-Id to start a new one",
             ));
         }
-        let session = find_session(&state, &headers)?;
+        let principal = principal.as_ref().map(|Extension(p)| p);
+        let session = find_session(&state, &headers, principal).await?;
         if !posted.requests.is_empty() {
             session.mark_used();
         }
@@ -331,7 +344,7 @@ pub(crate) async fn post(
                 "the server could not generate a session id".into(),
             )
         })?;
-        (state.create_session(id)?, true)
+        (state.create_session(id, false)?.0, true)
     } else {
         return Err(bad_request(
             "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned",
@@ -346,6 +359,14 @@ pub(crate) async fn post(
     if created && let Some(Extension(principal)) = principal {
         session.bind(principal);
     }
+    let shared = state.config.sessions.as_ref().filter(|_| !stateless);
+    if created
+        && let Some(shared) = shared
+        && let Err(refusal) = fleet::endpoint::record(shared, &state, &session, &posted.body).await
+    {
+        state.remove_session(&session.id);
+        return Err(refusal);
+    }
     let sender = session
         .sender()
         .ok_or(StreamError::Gone)
@@ -353,9 +374,17 @@ pub(crate) async fn post(
     for id in &posted.cancels {
         session.cancelled(id);
     }
+    session.drain().await;
     let new_id = (created && !stateless).then_some(session.id.as_str());
 
     if posted.requests.is_empty() {
+        // An answer to a server-to-client request of another instance goes to it.
+        if let Some(shared) = shared
+            && let Some(node) = fleet::endpoint::answer_elsewhere(&posted.frame, shared)
+        {
+            fleet::endpoint::forward(shared, node, &session.id, &posted.body).await?;
+            return Ok(StatusCode::ACCEPTED.into_response());
+        }
         sender
             .send(InboundFrame::Read(posted.frame))
             .await
@@ -373,6 +402,7 @@ pub(crate) async fn post(
     let reply = session
         .open(&posted.requests, mode, posted.initialize.as_ref(), keep)
         .map_err(stream_error)?;
+    session.drain().await;
     let batch = posted.batch;
     sender
         .send(InboundFrame::Read(posted.frame))
@@ -440,6 +470,7 @@ pub(super) async fn decided(
         () = tokio::time::sleep(FIRST_MESSAGE_WAIT) => {}
     }
     session.stream_now(id);
+    session.drain().await;
     first.await
 }
 
@@ -459,6 +490,7 @@ fn stateful_only(state: &AppState, why: &'static str) -> Result<(), Refusal> {
 /// `GET /mcp`: the standalone event stream, or a resumed one (`Last-Event-ID`).
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Arc<Principal>>>,
     headers: HeaderMap,
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
@@ -471,21 +503,52 @@ pub(crate) async fn get(
             "Accept must include text/event-stream".into(),
         ));
     }
-    let session = find_session(&state, &headers)?;
-    let events = session
-        .get_stream(header(&headers, LAST_EVENT_ID_HEADER))
-        .map_err(stream_error)?;
+    let principal = principal.as_ref().map(|Extension(p)| p);
+    let session = find_session(&state, &headers, principal).await?;
+    let last = header(&headers, LAST_EVENT_ID_HEADER);
+    if let Some(shared) = &state.config.sessions
+        && let Some(last) = last
+    {
+        let (stream, seq) = parse_event_id(last)
+            .ok_or(StreamError::UnknownEvent)
+            .map_err(stream_error)?;
+        let idle = state.config.idle_timeout;
+        let events = tail::resume(
+            shared.clone(),
+            session,
+            stream,
+            seq,
+            &state.queue_budget,
+            idle,
+        )
+        .await
+        .map_err(|e| match e {
+            tail::ResumeError::Stream(e) => stream_error(e),
+            tail::ResumeError::Store(e) => fleet::endpoint::unavailable(&e),
+        })?;
+        return Ok(sse_response(events, &state, None));
+    }
+    let events = session.get_stream(last).map_err(stream_error)?;
+    session.drain().await;
     Ok(sse_response(events, &state, None))
 }
 
 /// `DELETE /mcp`: end the session.
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Arc<Principal>>>,
     headers: HeaderMap,
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
     stateful_only(&state, "a stateless server has no sessions to end")?;
-    let session = find_session(&state, &headers)?;
+    let principal = principal.as_ref().map(|Extension(p)| p);
+    let session = find_session(&state, &headers, principal).await?;
+    if let Some(shared) = &state.config.sessions {
+        shared
+            .remove(&session.id)
+            .await
+            .map_err(|e| fleet::endpoint::unavailable(&e))?;
+    }
     state.remove_session(&session.id);
     Ok(StatusCode::OK.into_response())
 }

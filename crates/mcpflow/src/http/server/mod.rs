@@ -81,6 +81,7 @@ pub mod auth;
 mod body;
 mod cors;
 mod events;
+pub mod fleet;
 mod guard;
 mod handlers;
 mod listener;
@@ -133,6 +134,8 @@ struct Config {
     header_timeout: Duration,
     write_timeout: Duration,
     store: Option<Arc<dyn EventStore>>,
+    /// A fleet's shared sessions, in place of `store`.
+    sessions: Option<Arc<dyn fleet::SessionStore>>,
     retry: Option<Duration>,
     keep_alive: Duration,
     guard: HostGuard,
@@ -191,6 +194,7 @@ impl HttpServer {
                 header_timeout: Duration::from_secs(20),
                 write_timeout: Duration::from_secs(30),
                 store: Some(Arc::new(InMemoryEventStore::default())),
+                sessions: None,
                 retry: Some(Duration::from_millis(1000)),
                 keep_alive: Duration::from_secs(15),
                 guard: HostGuard::loopback(),
@@ -302,6 +306,15 @@ impl HttpServer {
         self
     }
 
+    /// Share sessions with the other instances of this server through `store`, so that
+    /// any of them serves any request of any handshake-era session behind a plain load
+    /// balancer (see [`fleet`]). Its event logs take the place of the
+    /// [`event_store`](Self::event_store). Sessionless 2026-07-28 requests never touch it.
+    pub fn session_store(mut self, store: Arc<dyn fleet::SessionStore>) -> Self {
+        self.config.sessions = Some(store);
+        self
+    }
+
     /// Keep no events: streams cannot be resumed, and are not primed.
     pub fn without_event_store(mut self) -> Self {
         self.config.store = None;
@@ -382,6 +395,9 @@ impl HttpServer {
     fn into_parts(self) -> (Router, Arc<AppState>) {
         let endpoint = self.config.endpoint.clone();
         let state = Arc::new(AppState::new(self.server, self.config));
+        if let Some(shared) = &state.config.sessions {
+            shared.deliver_to(fleet::endpoint::deliver_forwarded(Arc::downgrade(&state)));
+        }
         let mcp = post(handlers::post)
             .get(handlers::get)
             .delete(handlers::delete);

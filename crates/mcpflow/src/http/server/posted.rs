@@ -18,6 +18,8 @@ use crate::transport::ReadFrame;
 
 /// A POST body, read.
 pub(crate) struct Posted {
+    /// The body as it came (shared with `frame`, not copied).
+    pub(crate) body: Bytes,
     pub(crate) frame: ReadFrame,
     pub(crate) requests: Vec<RequestId>,
     pub(crate) cancels: Vec<RequestId>,
@@ -28,7 +30,7 @@ pub(crate) struct Posted {
 impl Posted {
     /// Read a body: 400 when a message in it does not decode.
     pub(crate) fn read(body: Bytes) -> Result<Posted, Refusal> {
-        let frame = ReadFrame::read(body);
+        let frame = ReadFrame::read(body.clone());
         if let Some(e) = frame.first_error() {
             return Err(undecodable(e));
         }
@@ -48,6 +50,7 @@ impl Posted {
         }
         let cancels = frame.cancels().collect();
         Ok(Posted {
+            body,
             frame,
             requests,
             cancels,

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::events::{
     EventSender, EventStore, QueueBudget, StreamKey, encode_event, event_channel, event_id,
 };
+use super::fleet::{Append, SessionStore, StoredEvent};
 use super::session::{First, JsonAnswer};
 use crate::transport::InboundFrame;
 
@@ -37,6 +38,8 @@ pub(super) struct StreamState {
     pub(super) first: Option<oneshot::Sender<First>>,
     /// Events get ids and are stored, so the stream can be resumed.
     pub(super) resumable: bool,
+    /// The requests it answers (none for the standalone stream).
+    pub(super) owes: Vec<RequestId>,
     pub(super) next_seq: u64,
     /// Held while the stream is open, so a stateless session lives as long as its POST.
     pub(super) _keep: Option<mpsc::Sender<InboundFrame>>,
@@ -56,24 +59,18 @@ pub(super) struct Routes {
     pub(super) standalone: Option<u64>,
     pub(super) next_stream: u64,
     pub(super) closed: bool,
+    /// The store of a fleet: resumable events go there, through [`Routes::outbox`], before
+    /// they are sent.
+    pub(super) shared: Option<Arc<dyn SessionStore>>,
+    /// Events to store and then send, in order (with `shared` only).
+    pub(super) outbox: Vec<Outgoing>,
 }
 
-impl StreamState {
-    /// Carry the stream on `conn`, primed (SEP-1699) when it can be resumed.
-    pub(super) fn connect(
-        &mut self,
-        n: u64,
-        conn: EventSender,
-        prime: bool,
-        retry: Option<Duration>,
-    ) {
-        self.resumable = prime;
-        if prime {
-            conn.send(encode_event(Some(&event_id(n, 0)), retry, b""));
-            self.next_seq = 1;
-        }
-        self.conn = Some(conn);
-    }
+/// An event waiting for the fleet's store to acknowledge it before it is sent.
+pub(super) struct Outgoing {
+    pub(super) append: Append,
+    /// Where it goes once stored, and as what.
+    pub(super) send: Option<(EventSender, Bytes)>,
 }
 
 impl Routes {
@@ -84,47 +81,79 @@ impl Routes {
         }
     }
 
+    /// Carry stream `n` on `conn`, primed (SEP-1699) when it can be resumed: in a fleet,
+    /// once the store has the stream's opening.
+    pub(super) fn connect(&mut self, n: u64, conn: EventSender) {
+        let (prime, retry) = (self.can_prime(), self.retry);
+        let session = self.session.clone();
+        let shared = self.shared.is_some();
+        let Some(state) = self.streams.get_mut(&n) else {
+            return;
+        };
+        state.resumable = prime;
+        if prime {
+            let priming = encode_event(Some(&event_id(n, 0)), retry, b"");
+            state.next_seq = 1;
+            if shared {
+                self.outbox.push(Outgoing {
+                    append: Append {
+                        key: StreamKey { session, stream: n },
+                        seq: 0,
+                        event: StoredEvent::Opened {
+                            owes: state.owes.clone(),
+                        },
+                    },
+                    send: Some((conn.clone(), priming)),
+                });
+            } else {
+                conn.send(priming);
+            }
+        }
+        state.conn = Some(conn);
+    }
+
     /// Priming (SEP-1699) needs a client of 2025-11-25 or later: older ones may choke on
     /// an event with empty data.
     pub(super) fn can_prime(&self) -> bool {
-        self.store.is_some()
+        (self.store.is_some() || self.shared.is_some())
             && self
                 .version
                 .as_ref()
                 .is_some_and(|v| v.as_str() >= ProtocolVersion::V2025_11_25.as_str())
     }
 
-    pub(super) fn new_stream(&mut self, conn: Option<EventSender>) -> (u64, &mut StreamState) {
+    /// A new stream, not connected yet.
+    pub(super) fn new_stream(&mut self) -> (u64, &mut StreamState) {
         let n = self.next_stream;
         self.next_stream += 1;
-        let mut state = StreamState {
+        let state = StreamState {
             awaiting: 0,
             conn: None,
             json: None,
             first: None,
             resumable: false,
+            owes: Vec::new(),
             next_seq: 0,
             _keep: None,
         };
-        if let Some(conn) = conn {
-            state.connect(n, conn, self.can_prime(), self.retry);
-        }
         (n, self.streams.entry(n).or_insert(state))
     }
 
     /// An undecided stream's first message is not its answer: it becomes an event
     /// stream, handed to its POST.
     pub(super) fn decide_stream(&mut self, stream: u64) {
-        let (prime, retry) = (self.can_prime(), self.retry);
-        let Some(state) = self.streams.get_mut(&stream) else {
-            return;
-        };
-        let Some(first) = state.first.take() else {
+        let Some(first) = self
+            .streams
+            .get_mut(&stream)
+            .and_then(|state| state.first.take())
+        else {
             return;
         };
         let (tx, rx) = event_channel(&self.budget);
-        state.connect(stream, tx, prime, retry);
-        if first.send(First::Stream(rx)).is_err() {
+        self.connect(stream, tx);
+        if first.send(First::Stream(rx)).is_err()
+            && let Some(state) = self.streams.get_mut(&stream)
+        {
             // The client is gone.
             state.conn = None;
         }
@@ -132,7 +161,14 @@ impl Routes {
 
     /// Put one outbound message on `stream`. The message is shared, not copied, by a
     /// JSON body and by the event store; an event stream gets it encoded as an event.
-    pub(super) fn deliver(&mut self, stream: u64, bytes: Bytes, sent: Sent) {
+    /// `answers` is the request a response answers.
+    pub(super) fn deliver(
+        &mut self,
+        stream: u64,
+        bytes: Bytes,
+        sent: Sent,
+        answers: Option<&RequestId>,
+    ) {
         if let Some(state) = self.streams.get_mut(&stream)
             && state.first.is_some()
         {
@@ -150,6 +186,7 @@ impl Routes {
         }
         let key = self.key(stream);
         let store = self.store.clone();
+        let shared = self.shared.is_some();
         let Some(state) = self.streams.get_mut(&stream) else {
             return;
         };
@@ -161,16 +198,38 @@ impl Routes {
             let seq = state.next_seq;
             state.next_seq += 1;
             let id = state.resumable.then(|| event_id(stream, seq));
-            if state.resumable
-                && let Some(store) = &store
-            {
-                store.append(&key, seq, bytes.clone());
-            }
-            if let Some(conn) = &state.conn
-                && !conn.send_message(id.as_deref(), &bytes)
-            {
-                tracing::debug!(stream, "the client disconnected from an event stream");
-                state.conn = None;
+            if state.resumable && shared {
+                let send = state
+                    .conn
+                    .clone()
+                    .map(|conn| (conn, encode_event(id.as_deref(), None, &bytes)));
+                let answers = match (sent, answers) {
+                    (Sent::Response(_), Some(id)) => Some(id.clone()),
+                    _ => None,
+                };
+                self.outbox.push(Outgoing {
+                    append: Append {
+                        key,
+                        seq,
+                        event: StoredEvent::Message {
+                            message: bytes,
+                            answers,
+                        },
+                    },
+                    send,
+                });
+            } else {
+                if state.resumable
+                    && let Some(store) = &store
+                {
+                    store.append(&key, seq, bytes.clone());
+                }
+                if let Some(conn) = &state.conn
+                    && !conn.send_message(id.as_deref(), &bytes)
+                {
+                    tracing::debug!(stream, "the client disconnected from an event stream");
+                    state.conn = None;
+                }
             }
         }
         if matches!(sent, Sent::Response(_)) {

@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use mcpflow_protocol::{ErrorCode, ProtocolVersion, RequestId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::events::{
-    EventReceiver, EventStore, QueueBudget, event_channel, event_id, parse_event_id,
+    EventReceiver, EventSender, EventStore, QueueBudget, event_channel, event_id, parse_event_id,
 };
+use super::fleet::SessionStore;
 use super::routes::{Routes, Sent};
 use crate::error::TransportError;
 use crate::server::{Principal, PrincipalSlot};
@@ -98,6 +99,36 @@ pub(crate) struct HttpSession {
     pub(crate) principal: PrincipalSlot,
     /// [`Principal::owner_key`] of the one that created it; no other may use it.
     owner: OnceLock<String>,
+    /// Serves requests: false while a fleet's copy of the session answers its
+    /// `initialize` to itself.
+    ready: watch::Sender<bool>,
+    outbox: Option<Arc<Outbox>>,
+}
+
+/// The events a fleet session sends go through its store first, one batch at a time.
+pub(crate) struct Outbox {
+    shared: Arc<dyn SessionStore>,
+    order: tokio::sync::Mutex<()>,
+}
+
+/// Store what `routes` has waiting in its outbox, then send it, in order.
+async fn drain(routes: &Mutex<Routes>, outbox: Option<&Outbox>) {
+    let Some(outbox) = outbox else {
+        return;
+    };
+    let _order = outbox.order.lock().await;
+    let outgoing = std::mem::take(&mut lock(routes).outbox);
+    if outgoing.is_empty() {
+        return;
+    }
+    let appends = outgoing.iter().map(|o| o.append.clone()).collect();
+    if let Err(e) = outbox.shared.append(appends).await {
+        // Sent anyway: the client gets them now, though it cannot resume past them.
+        tracing::warn!(error = %e, "could not store events of a stream; they are sent unstored");
+    }
+    for (conn, event) in outgoing.into_iter().filter_map(|o| o.send) {
+        conn.send(event);
+    }
 }
 
 /// What every session of a server shares.
@@ -106,6 +137,8 @@ pub(crate) struct SessionSettings {
     pub(crate) store: Option<Arc<dyn EventStore>>,
     pub(crate) retry: Option<Duration>,
     pub(crate) budget: Arc<QueueBudget>,
+    /// The fleet's store, in place of `store`.
+    pub(crate) shared: Option<Arc<dyn SessionStore>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -119,6 +152,18 @@ impl HttpSession {
         settings: SessionSettings,
     ) -> (Arc<HttpSession>, SessionTransport) {
         let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
+        // A fleet's stream numbers carry the instance's, so event ids are unique in it.
+        let first_stream = settings
+            .shared
+            .as_ref()
+            .map_or(0, |shared| super::fleet::node_base(shared.node()))
+            + 1;
+        let outbox = settings.shared.clone().map(|shared| {
+            Arc::new(Outbox {
+                shared,
+                order: tokio::sync::Mutex::new(()),
+            })
+        });
         let routes = Arc::new(Mutex::new(Routes {
             session: id.clone(),
             store: settings.store,
@@ -129,8 +174,10 @@ impl HttpSession {
             streams: HashMap::new(),
             by_request: HashMap::new(),
             standalone: None,
-            next_stream: 1,
+            next_stream: first_stream,
             closed: false,
+            shared: settings.shared,
+            outbox: Vec::new(),
         }));
         let session = Arc::new(HttpSession {
             id,
@@ -140,14 +187,49 @@ impl HttpSession {
             used: AtomicBool::new(false),
             principal: PrincipalSlot::default(),
             owner: OnceLock::new(),
+            ready: watch::channel(true).0,
+            outbox: outbox.clone(),
         });
         (
             session,
             SessionTransport {
                 inbound: rx,
                 routes,
+                outbox,
             },
         )
+    }
+
+    /// Store and send what the last change of routes left waiting (in a fleet).
+    pub(crate) async fn drain(&self) {
+        drain(&self.routes, self.outbox.as_deref()).await;
+    }
+
+    /// Hold requests until [`set_ready`](Self::set_ready).
+    pub(crate) fn set_starting(&self) {
+        self.ready.send_replace(false);
+    }
+
+    pub(crate) fn set_ready(&self) {
+        self.ready.send_replace(true);
+    }
+
+    /// Wait until the session serves requests, at most `limit`: false when it did not.
+    pub(crate) async fn ready(&self, limit: Duration) -> bool {
+        let mut ready = self.ready.subscribe();
+        tokio::time::timeout(limit, ready.wait_for(|on| *on))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The owner key a fleet's record names, for a copy of the session.
+    pub(crate) fn set_owner(&self, key: String) {
+        let _ = self.owner.set(key);
+    }
+
+    /// The owner key of the principal that created the session, if bound.
+    pub(crate) fn owner(&self) -> Option<String> {
+        self.owner.get().cloned()
     }
 
     /// Let `principal` act in this session: the first one binds it, later ones must
@@ -253,13 +335,17 @@ impl HttpSession {
                 (Reply::FirstDecides(rx), None, None, Some(tx))
             }
         };
-        let (n, state) = routes.new_stream(conn);
+        let (n, state) = routes.new_stream();
         state.awaiting = requests.len();
         state.json = json;
         state.first = first;
         state._keep = keep;
+        state.owes = requests.to_vec();
         for id in requests {
             routes.by_request.insert(id.clone(), n);
+        }
+        if let Some(conn) = conn {
+            routes.connect(n, conn);
         }
         Ok(reply)
     }
@@ -313,6 +399,17 @@ impl HttpSession {
             }
             return Ok(rx);
         }
+        drop(routes);
+        self.standalone(tx)?;
+        Ok(rx)
+    }
+
+    /// Carry the standalone stream on `tx`.
+    pub(crate) fn standalone(&self, tx: EventSender) -> Result<(), StreamError> {
+        let mut routes = lock(&self.routes);
+        if routes.closed {
+            return Err(StreamError::Gone);
+        }
         if let Some(n) = routes.standalone
             && let Some(state) = routes.streams.get_mut(&n)
         {
@@ -320,12 +417,13 @@ impl HttpSession {
                 return Err(StreamError::Conflict);
             }
             state.conn = Some(tx);
-            return Ok(rx);
+            return Ok(());
         }
-        let (n, state) = routes.new_stream(Some(tx));
+        let (n, state) = routes.new_stream();
         state.awaiting = usize::MAX;
         routes.standalone = Some(n);
-        Ok(rx)
+        routes.connect(n, tx);
+        Ok(())
     }
 }
 
@@ -333,6 +431,7 @@ impl HttpSession {
 pub(crate) struct SessionTransport {
     inbound: mpsc::Receiver<InboundFrame>,
     routes: Arc<Mutex<Routes>>,
+    outbox: Option<Arc<Outbox>>,
 }
 
 impl Transport for SessionTransport {
@@ -346,6 +445,7 @@ impl Transport for SessionTransport {
             },
             SessionWriter {
                 routes: self.routes,
+                outbox: self.outbox,
             },
         )
     }
@@ -371,13 +471,14 @@ impl FrameReader for SessionReader {
 /// Routes each outbound frame to its stream.
 pub(crate) struct SessionWriter {
     routes: Arc<Mutex<Routes>>,
+    outbox: Option<Arc<Outbox>>,
 }
 
 impl SessionWriter {
     /// Route one whole frame to its stream.
     fn route(&self, frame: Bytes, meta: &FrameMeta) {
         let mut routes = lock(&self.routes);
-        let (target, sent) = match &meta.kind {
+        let (target, sent, answers) = match &meta.kind {
             FrameKind::Response(Some(id)) => {
                 if routes.init_id.as_ref() == Some(id) {
                     routes.version = negotiated_version(&frame);
@@ -385,6 +486,7 @@ impl SessionWriter {
                 (
                     routes.by_request.remove(id),
                     Sent::Response(meta.error_code()),
+                    Some(id),
                 )
             }
             _ => {
@@ -392,11 +494,15 @@ impl SessionWriter {
                     .related
                     .as_ref()
                     .and_then(|id| routes.by_request.get(id).copied());
-                (related.or_else(|| routes.unrelated_target()), Sent::Other)
+                (
+                    related.or_else(|| routes.unrelated_target()),
+                    Sent::Other,
+                    None,
+                )
             }
         };
         match target {
-            Some(stream) => routes.deliver(stream, frame, sent),
+            Some(stream) => routes.deliver(stream, frame, sent, answers),
             None => tracing::debug!(
                 session = %routes.session,
                 kind = ?meta.kind,
@@ -411,23 +517,27 @@ impl FrameWriter for SessionWriter {
     /// that one buffer is what a JSON body or the event store keeps.
     async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
         self.route(frame.into_bytes(), meta);
+        drain(&self.routes, self.outbox.as_deref()).await;
         Ok(())
     }
 
     async fn end_stream(&mut self, request: &RequestId) {
-        let mut routes = lock(&self.routes);
-        let Some(stream) = routes.by_request.get(request).copied() else {
-            return;
-        };
-        // Undecided: an event stream, so that there is one to end and resume.
-        if routes.can_prime() {
-            routes.decide_stream(stream);
-        }
-        if let Some(state) = routes.streams.get_mut(&stream)
-            && state.resumable
         {
-            state.conn = None;
+            let mut routes = lock(&self.routes);
+            let Some(stream) = routes.by_request.get(request).copied() else {
+                return;
+            };
+            // Undecided: an event stream, so that there is one to end and resume.
+            if routes.can_prime() {
+                routes.decide_stream(stream);
+            }
+            if let Some(state) = routes.streams.get_mut(&stream)
+                && state.resumable
+            {
+                state.conn = None;
+            }
         }
+        drain(&self.routes, self.outbox.as_deref()).await;
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {

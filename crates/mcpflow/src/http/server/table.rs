@@ -101,14 +101,16 @@ impl AppState {
 
     /// What every session of this server shares.
     pub(super) fn session_settings(&self, resumable: bool) -> SessionSettings {
+        let shared = self.config.sessions.clone().filter(|_| resumable);
         SessionSettings {
-            store: if resumable {
+            store: if resumable && shared.is_none() {
                 self.config.store.clone()
             } else {
                 None
             },
             retry: if resumable { self.config.retry } else { None },
             budget: self.queue_budget.clone(),
+            shared,
         }
     }
 
@@ -135,12 +137,19 @@ impl AppState {
         }
     }
 
+    /// A new session, or (`copy`) this instance's copy of a fleet's session, held
+    /// until [`HttpSession::set_ready`]; a copy another request made first is returned
+    /// as it is, with `false`.
     pub(super) fn create_session(
         self: &Arc<Self>,
         id: String,
-    ) -> Result<Arc<HttpSession>, Refusal> {
+        copy: bool,
+    ) -> Result<(Arc<HttpSession>, bool), Refusal> {
         let (session, transport, evicted) = {
             let mut sessions = lock(&self.sessions);
+            if copy && let Some(session) = sessions.get(&id) {
+                return Ok((session.clone(), false));
+            }
             let mut evicted = None;
             if sessions.len() >= self.config.max_sessions {
                 let Some(victim) = lock(&self.evictable).next(&sessions) else {
@@ -159,6 +168,10 @@ impl AppState {
                 evicted = sessions.remove(&victim);
             }
             let (session, transport) = HttpSession::new(id.clone(), self.session_settings(true));
+            if copy {
+                session.set_starting();
+                session.mark_used();
+            }
             sessions.insert(id.clone(), session.clone());
             lock(&self.evictable).created(&session, self.config.max_sessions);
             (session, transport, evicted)
@@ -173,7 +186,14 @@ impl AppState {
             );
             evicted.terminate();
         }
-        let running = self.server.serve_as(transport, session.principal.clone());
+        // A fleet's server-to-client request ids carry the instance's number, so that
+        // an answer landing on another instance finds its way back.
+        let first_id = self.config.sessions.as_ref().map_or(1, |shared| {
+            i64::try_from(super::fleet::node_base(shared.node()) + 1).unwrap_or(1)
+        });
+        let running = self
+            .server
+            .serve_as_from(transport, session.principal.clone(), first_id);
         let state = Arc::downgrade(self);
         tokio::spawn(async move {
             running.wait().await;
@@ -182,8 +202,8 @@ impl AppState {
             }
         });
         self.start_reaper();
-        tracing::debug!(session = %session.id, "session started");
-        Ok(session)
+        tracing::debug!(session = %session.id, copy, "session started");
+        Ok((session, true))
     }
 
     /// End idle sessions now and then; started with the first session, inside the runtime.
@@ -211,8 +231,41 @@ impl AppState {
                     state.expired.fetch_add(1, Ordering::Relaxed);
                     state.remove_session(&id);
                 }
+                if state.config.sessions.is_some() {
+                    state.touch_busy().await;
+                }
             }
         }));
+    }
+}
+
+impl AppState {
+    /// In a fleet: restart the idle timers of the sessions busy here (a long call, an
+    /// open stream), and end the copies of sessions ended elsewhere.
+    async fn touch_busy(&self) {
+        let Some(shared) = &self.config.sessions else {
+            return;
+        };
+        let busy: Vec<String> = lock(&self.sessions)
+            .iter()
+            .filter(|(_, s)| !s.is_idle(Duration::ZERO))
+            .map(|(id, _)| id.clone())
+            .collect();
+        if busy.is_empty() {
+            return;
+        }
+        let ids: Vec<&str> = busy.iter().map(String::as_str).collect();
+        match shared.touch(&ids, self.config.idle_timeout).await {
+            Ok(alive) => {
+                for (id, alive) in busy.iter().zip(alive) {
+                    if !alive {
+                        tracing::debug!(session = %id, "the session ended on another instance");
+                        self.remove_session(id);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not restart sessions' idle timers"),
+        }
     }
 }
 
