@@ -59,8 +59,15 @@ stop_http() {
         http_pid=""
     fi
 }
-trap stop_http EXIT
-trap 'stop_http; exit 130' INT TERM
+# The processes of a fleet cell (redis-server, three instances, the proxy).
+fleet_pids=()
+stop_fleet() {
+    local pid
+    for pid in "${fleet_pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    fleet_pids=()
+}
+trap 'stop_http; stop_fleet' EXIT
+trap 'stop_http; stop_fleet; exit 130' INT TERM
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -273,6 +280,82 @@ if start_http "$f.server.log" "$mcpflow" serve everything --http 127.0.0.1:@PORT
     stop_http
 else
     report "mcpflow(http, 2026-07-28) <- inspector" "FAIL mcpflow serve everything --http did not accept connections within 10 s" "$f.server.log"
+fi
+
+# --- a fleet: three mcpflow instances sharing one redis-server, behind a round-robin proxy ---
+# Every request goes to the next instance (interop/peers/proxy.py; no stickiness). In
+# 2026-07-28 the elicitation's retry carries a requestState sealed on one instance and opened
+# on another, and a list change made on one instance reaches a listen stream held by another.
+# In the handshake era the session hops between instances, and the client's answers to
+# elicitation/create and sampling/createMessage land on other instances than the one waiting.
+wait_port() { # port pid: whether something accepts on 127.0.0.1:port within 10 s
+    local i
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$2" 2>/dev/null || return 1
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+start_fleet() { # log-prefix; sets fleet_url
+    local log="$1" port redis_port urls=() i
+    redis_port="$(free_port)"
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no >"$log.redis.log" 2>&1 &
+    fleet_pids+=($!)
+    wait_port "$redis_port" $! || return 1
+    MCP_STATE_KEYS="$(head -c 32 /dev/urandom | base64)"
+    export MCP_STATE_KEYS
+    for i in 1 2 3; do
+        port="$(free_port)"
+        timeout 120 "$mcpflow" serve everything --http "127.0.0.1:$port" --redis "redis://127.0.0.1:$redis_port" \
+            --state-key-env MCP_STATE_KEYS </dev/null >"$log.node$i.log" 2>&1 &
+        fleet_pids+=($!)
+        wait_port "$port" $! || return 1
+        urls+=("http://127.0.0.1:$port/mcp")
+    done
+    port="$(free_port)"
+    timeout 120 "$py2" "$root/interop/peers/proxy.py" --port "$port" "${urls[@]}" >"$log.proxy.log" 2>&1 &
+    fleet_pids+=($!)
+    wait_port "$port" $! || return 1
+    fleet_url="http://127.0.0.1:$port/mcp"
+}
+fleet_cell() { # name judge-args... -- client-command...
+    local name="$1" f="$logs/mcpflow-fleet.${1//[^a-z0-9]/_}" judged=()
+    shift
+    while [[ "$1" != -- ]]; do judged+=("$1"); shift; done
+    shift
+    if start_fleet "$f"; then
+        $T "$@" --url "$fleet_url" >"$f.out" 2>"$f.err"
+        echo $? >"$f.rc"
+        stop_fleet
+        report "mcpflow(3 instances + redis, round robin) <- $name" \
+            "$(JUDGE_CHANGE_TOOL=test_trigger_tool_change JUDGE_CHANGE_ANY_TIME=1 judge "${judged[0]}" "$f.out" "${judged[@]:1}")" "$f.node1.log"
+    else
+        stop_fleet
+        report "mcpflow(3 instances + redis, round robin) <- $name" "FAIL the fleet did not start (logs $f.*)"
+    fi
+}
+if command -v redis-server >/dev/null; then
+    for c in py2 ts2; do
+        # 2026-07-28: progress, an elicitation through input_required, a change on listen.
+        # shellcheck disable=SC2086
+        fleet_cell "$c 2026-07-28" per-request 2026-07-28 1 -- ${per_request_clients[$c]} "${PER_REQUEST_TOOLS[@]}"
+        # The handshake era: progress, and elicitation/create answered through another instance.
+        # shellcheck disable=SC2086
+        fleet_cell "$c 2025-11-25 elicitation" per-request 2025-11-25 0 -- \
+            ${per_request_clients[$c]/--mode auto/--mode legacy} --progress test_tool_with_progress --elicit test_elicitation
+    done
+    # The handshake era: progress, logs, a list change (on whichever instance holds the GET
+    # stream, so not always before the call's answer), and sampling answered through another
+    # instance.
+    for c in py2-legacy ts2; do
+        # shellcheck disable=SC2086
+        fleet_cell "$c 2025-11-25 list change" peer-client "$SAMPLING_TEXT" 1 -- ${clients[$c]} \
+            --progress test_tool_with_progress --log test_tool_with_logging --change test_trigger_tool_change \
+            --sampling test_sampling --sampling-text "$SAMPLING_TEXT"
+    done
+else
+    report "mcpflow(3 instances + redis) <- peers" "FAIL redis-server is not installed (scripts/install-peers.sh installs it)"
 fi
 
 # --- the peer servers against the mcpflow client ----------------------------------
