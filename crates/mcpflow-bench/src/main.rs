@@ -135,6 +135,9 @@ enum Command {
     /// Hostile traffic against a streamable HTTP server this command starts: stalled
     /// uploads, slowloris, abandoned sessions, never-read answers. Prints one markdown table.
     Hostile(hostile::HostileArgs),
+    /// One `mcpflow serve --http` instance against several behind round robin, sharing a
+    /// redis-server: calls/s, latency, errors and Redis commands per call.
+    Fleet(hostile::fleet::FleetArgs),
 }
 
 fn main() {
@@ -189,6 +192,16 @@ fn main() {
                 }
             }
             Some(Command::Hostile(args)) => hostile::run(args).await,
+            Some(Command::Fleet(ref args)) => match hostile::fleet::run(args).await {
+                Ok(rows) => {
+                    println!("{}", rows.markdown());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("mcpflow-bench fleet: {e}");
+                    1
+                }
+            },
             None => orchestrate(&cli).await,
         }
     });

@@ -317,13 +317,24 @@ async fn run(command: Command) -> u8 {
                     return EXIT_CONNECTION;
                 }
             };
+            let sessions = match options.session_store().await {
+                Ok(store) => store,
+                Err(e) => {
+                    eprintln!("mcpflow: {e}");
+                    return EXIT_CONNECTION;
+                }
+            };
             let subscribing = bus.clone();
+            let shared_tasks = sessions.clone();
             let configure = |mut builder: mcpflow::server::ServerBuilder| {
                 if let Some(key) = state_key {
                     builder = builder.state_key(key);
                 }
                 if let Some(bus) = bus {
                     builder = builder.bus(bus);
+                }
+                if let Some(store) = shared_tasks {
+                    builder = builder.shared_tasks(store);
                 }
                 builder
             };
@@ -342,7 +353,7 @@ async fn run(command: Command) -> u8 {
                         .await;
                     0
                 }
-                Some(addr) => serve::serve_http(server, &addr, &options).await,
+                Some(addr) => serve::serve_http(server, &addr, &options, sessions).await,
             }
         }
         Command::Inspect { verbose, server } => {

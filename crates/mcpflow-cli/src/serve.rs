@@ -115,6 +115,21 @@ impl HttpOptions {
         }
     }
 
+    /// The Redis store of `--redis` for sessions and tasks, connected, if given (none
+    /// for a `--stateless` server, which keeps no sessions).
+    ///
+    /// # Errors
+    /// When Redis cannot be reached (the message names the flag and the URL).
+    pub async fn session_store(&self) -> Result<Option<Arc<RedisSessionStore>>, String> {
+        let Some(url) = self.redis.as_deref().filter(|_| !self.stateless) else {
+            return Ok(None);
+        };
+        match RedisSessionStore::connect(url).await {
+            Ok(store) => Ok(Some(Arc::new(store))),
+            Err(e) => Err(format!("--redis {url}: {e}")),
+        }
+    }
+
     fn apply(&self, mut server: HttpServer) -> HttpServer {
         let secs = Duration::from_secs_f64;
         if let Some(n) = self.max_sessions {
@@ -201,7 +216,12 @@ fn state_key_ring(value: &str) -> Result<StateKey, String> {
 
 /// Serve over streamable HTTP until the process is stopped, with the open-file limit
 /// raised first (each connection is a file).
-pub async fn serve_http(server: mcpflow::server::Server, addr: &str, options: &HttpOptions) -> u8 {
+pub async fn serve_http(
+    server: mcpflow::server::Server,
+    addr: &str,
+    options: &HttpOptions,
+    sessions: Option<Arc<RedisSessionStore>>,
+) -> u8 {
     #[cfg(unix)]
     match mcpflow::http::server::raise_open_file_limit() {
         Ok(n) => tracing::debug!(open_files = n, "raised the open-file limit"),
@@ -223,14 +243,8 @@ pub async fn serve_http(server: mcpflow::server::Server, addr: &str, options: &H
         }
     };
     let mut http = options.apply(HttpServer::new(server));
-    if let Some(url) = options.redis.as_deref().filter(|_| !options.stateless) {
-        match RedisSessionStore::connect(url).await {
-            Ok(store) => http = http.session_store(Arc::new(store)),
-            Err(e) => {
-                eprintln!("mcpflow: --redis {url}: {e}");
-                return EXIT_CONNECTION;
-            }
-        }
+    if let Some(store) = sessions {
+        http = http.session_store(store);
     }
     if let Some(protection) = protection {
         let served = match listener.local_addr() {

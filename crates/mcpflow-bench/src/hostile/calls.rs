@@ -59,7 +59,7 @@ impl Era {
 const TOOL: &str = "test_simple_text";
 
 /// The request with id `id`.
-fn body(era: Era, id: u64) -> Value {
+pub(super) fn body(era: Era, id: u64) -> Value {
     match era {
         Era::PerRequest => json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -76,7 +76,7 @@ fn body(era: Era, id: u64) -> Value {
     }
 }
 
-fn headers(era: Era) -> &'static [(&'static str, &'static str)] {
+pub(super) fn headers(era: Era) -> &'static [(&'static str, &'static str)] {
     match era {
         Era::PerRequest => &[
             ("MCP-Protocol-Version", "2026-07-28"),

@@ -25,6 +25,22 @@ pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// Wait for every task until `deadline`: their results, and how many were lost or late.
+pub async fn gather<T>(
+    tasks: Vec<tokio::task::JoinHandle<T>>,
+    deadline: Instant,
+) -> (Vec<T>, usize) {
+    let mut results = Vec::with_capacity(tasks.len());
+    let mut lost = 0;
+    for task in tasks {
+        match tokio::time::timeout_at(deadline.into(), task).await {
+            Ok(Ok(r)) => results.push(r),
+            _ => lost += 1,
+        }
+    }
+    (results, lost)
+}
+
 /// POST one JSON-RPC request in `session`; Ok when the answer is HTTP 200 with a `result`
 /// that is not a tool error.
 pub async fn request(conn: &mut Conn, session: &str, body: &Value) -> Result<(), String> {
@@ -152,15 +168,7 @@ pub async fn run(url: &str, clients: usize, calls: usize) -> Rows {
     }
     let t0 = Instant::now();
     // Each client makes calls + 3 bounded requests one after another.
-    let limit = REQUEST_TIMEOUT * (calls as u32 + 4);
-    let mut results = Vec::with_capacity(clients);
-    let mut lost = 0;
-    for task in tasks {
-        match tokio::time::timeout_at((t0 + limit).into(), task).await {
-            Ok(Ok(r)) => results.push(r),
-            _ => lost += 1,
-        }
-    }
+    let (results, lost) = gather(tasks, t0 + REQUEST_TIMEOUT * (calls as u32 + 4)).await;
     let wall = t0.elapsed();
 
     let mut lat: Vec<Duration> = results.iter().flat_map(|r| r.calls.clone()).collect();

@@ -30,6 +30,7 @@
 
 mod calls;
 mod conn;
+pub mod fleet;
 mod load;
 mod mcp;
 mod never_read;

@@ -1,7 +1,7 @@
 //! The `mcpflow` binary end to end: each verb over stdio and HTTP (`cli`, `verbs`), tools
 //! run as tasks (`tasks`), `host` and `call --config` (`host`), https (`tls`), OAuth
 //! (`auth`), Ctrl-C (`interrupt`), the progress bar on a terminal (`terminal`) and
-//! instances sharing a Redis (`fleet`, `fleet_sessions`). Every child run is bounded.
+//! instances sharing a Redis (`fleet`, `fleet_sessions`, `fleet_tasks`). Every child run is bounded.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,6 +12,7 @@ mod auth;
 mod cli;
 mod fleet;
 mod fleet_sessions;
+mod fleet_tasks;
 mod host;
 mod interrupt;
 mod tasks;

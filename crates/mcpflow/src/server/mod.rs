@@ -29,6 +29,7 @@ mod context;
 mod dispatch;
 mod era;
 mod finish;
+pub mod fleet;
 mod methods;
 mod per_request;
 mod principal;
@@ -116,6 +117,8 @@ struct ServerInner {
     listeners: per_request::Listeners,
     /// Carries announcements to every instance, when set.
     bus: Option<Arc<dyn bus::NotificationBus>>,
+    /// Shares 2026-07-28 tasks with every instance, when set.
+    shared_tasks: Option<Arc<dyn fleet::SharedTaskStore>>,
 }
 
 impl fmt::Debug for Server {
@@ -144,6 +147,7 @@ pub struct ServerBuilder {
     state_key: Option<StateKey>,
     task_limits: TaskLimits,
     bus: Option<Arc<dyn bus::NotificationBus>>,
+    shared_tasks: Option<Arc<dyn fleet::SharedTaskStore>>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -385,10 +389,14 @@ impl ServerBuilder {
                 state_key: self.state_key.unwrap_or_else(StateKey::random),
                 listeners: per_request::Listeners::default(),
                 bus: self.bus,
+                shared_tasks: self.shared_tasks,
             }),
         };
         if let Some(bus) = &server.inner.bus {
             bus::attach(bus, &server.inner);
+        }
+        if let Some(store) = &server.inner.shared_tasks {
+            fleet::attach(store, &server.inner);
         }
         server
     }
@@ -413,6 +421,7 @@ impl Server {
             state_key: None,
             task_limits: TaskLimits::default(),
             bus: None,
+            shared_tasks: None,
         }
     }
 

@@ -557,6 +557,14 @@ const REQUIREMENTS: &[Requirement] = &[
         ],
     },
     Requirement {
+        id: "S-fleet-tasks",
+        text: "with a shared task store, a task answers tasks/get on every instance once CreateTaskResult is out; tasks/update and tasks/cancel on any instance reach the one running it; a task whose instance is gone reads as failed",
+        tests: &[
+            "fleet_tasks::a_task_made_on_one_instance_is_read_updated_and_cancelled_on_the_others",
+            "fleet_tasks::a_task_whose_instance_was_killed_reads_as_failed",
+        ],
+    },
+    Requirement {
         id: "S-era-client-input",
         text: "the client fulfils every input request before it retries, echoes requestState exactly (none when none was given) and retries with a new id",
         tests: &["client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds"],
@@ -904,6 +912,12 @@ const SOURCES: &[Source] = &[
         binary: "commands (mcpflow-cli)",
         parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
         text: include_str!("../../../mcpflow-cli/tests/commands/fleet_sessions.rs"),
+    },
+    Source {
+        module: "fleet_tasks",
+        binary: "commands (mcpflow-cli)",
+        parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
+        text: include_str!("../../../mcpflow-cli/tests/commands/fleet_tasks.rs"),
     },
 ];
 

@@ -14,6 +14,7 @@
 mod clock;
 pub(super) mod methods;
 pub(crate) mod per_request;
+pub(crate) mod shared;
 mod store;
 
 use std::sync::Arc;

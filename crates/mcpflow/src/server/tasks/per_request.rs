@@ -37,6 +37,7 @@ use serde_json::Value;
 use super::clock::now_iso8601;
 use super::store::{TaskEntry, TaskOwner};
 use crate::error::SessionError;
+use crate::server::fleet::TaskCommand;
 use crate::server::methods::required;
 use crate::server::per_request::mrtr::{self, Round};
 use crate::server::{Server, ServerContext};
@@ -131,6 +132,12 @@ pub(crate) async fn run(
     };
     // Set before the handler is polled again, so its next input call finds the task.
     let _ = escalation.task.set(entry.clone());
+    // In a fleet, every instance must find the task before its creator learns of it.
+    if let Err(e) = super::shared::mirror(server, &entry).await {
+        entry.cancel.cancel();
+        store.remove(&entry);
+        return mrtr::Outcome::Done(Err(e));
+    }
     let created = CreateTaskResult::new(entry.detailed().task);
     tokio::spawn(run_task(server.clone(), entry, answer));
     mrtr::Outcome::Task(created)
@@ -164,8 +171,12 @@ async fn run_task(
     store.remove(&entry);
 }
 
-/// `notifications/tasks` with the full task, to the listen streams that asked for it.
-async fn notify(server: &Server, entry: &TaskEntry) {
+/// The task changed: its record in a fleet's store, then `notifications/tasks` with the
+/// full task to the listen streams that asked for it.
+pub(crate) async fn notify(server: &Server, entry: &TaskEntry) {
+    if let Err(e) = super::shared::mirror(server, entry).await {
+        tracing::warn!(task = %entry.id, error = %e.message, "the task's record in the shared store is behind");
+    }
     let task = entry.detailed();
     if let Ok(params) = serde_json::to_value(&task) {
         server
@@ -221,53 +232,54 @@ pub(crate) async fn ask(
     })
 }
 
-/// The task a `tasks/get|update|cancel` names, for a request that declared the
-/// extension: -32021 without it, -32602 for a task unknown to this owner.
-fn task_of(cx: &ServerContext) -> Result<Arc<TaskEntry>, ErrorObject> {
+/// Where the task a `tasks/get|update|cancel` names is: here, or (`Err` of its id) on
+/// another instance of a fleet, for a request that declared the extension. -32021
+/// without it, -32602 for a task unknown to this owner.
+fn task_of(cx: &ServerContext) -> Result<Result<Arc<TaskEntry>, String>, ErrorObject> {
     if !declared(&cx.client_capabilities()) {
         return Err(undeclared());
     }
     let id = cx.request().head().task_id.required("taskId")?;
-    cx.server().inner.tasks.get(&cx.task_owner(), id)
+    match cx.server().inner.tasks.get(&cx.task_owner(), id) {
+        Ok(entry) => Ok(Ok(entry)),
+        Err(_) if cx.server().inner.shared_tasks.is_some() => Ok(Err(id.clone())),
+        Err(e) => Err(e),
+    }
 }
 
 /// `tasks/get`: the task with its input requests, result or error.
 pub(crate) async fn get(cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let entry = task_of(&cx)?;
-    cx.reply(entry.detailed())
+    match task_of(&cx)? {
+        Ok(entry) => cx.reply(entry.detailed()),
+        Err(id) => cx.reply(super::shared::get(cx.server(), &cx.task_owner(), &id).await?),
+    }
 }
 
 /// `tasks/update`: hand the answers to the input calls waiting for them; unknown and
 /// already answered keys are ignored. An empty acknowledgement.
 pub(crate) async fn update(cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let entry = task_of(&cx)?;
+    let place = task_of(&cx)?;
     let p: UpdateTaskParams = required(&cx)?;
-    let mut answers = Vec::with_capacity(p.input_responses.len());
+    let mut answers = serde_json::Map::new();
     for (key, response) in p.input_responses {
-        answers.push((
+        answers.insert(
             key,
             serde_json::to_value(response).map_err(ErrorObject::invalid_params)?,
-        ));
+        );
     }
-    let resumed = entry.modify(|s| {
-        if s.status.is_terminal() {
-            return false;
-        }
-        let mut took = false;
-        for (key, answer) in answers {
-            if s.inputs.remove(&key).is_some() {
-                s.answers.insert(key, answer);
-                took = true;
+    match place {
+        Ok(entry) => {
+            if super::shared::answer(&entry, answers) {
+                notify(cx.server(), &entry).await;
             }
         }
-        if took && s.inputs.is_empty() && s.status == TaskStatus::InputRequired {
-            s.status = TaskStatus::Working;
-            s.updated_at = now_iso8601();
+        Err(id) => {
+            let command = TaskCommand::Update {
+                id: id.clone(),
+                answers,
+            };
+            super::shared::send(cx.server(), &cx.task_owner(), &id, command).await?;
         }
-        took
-    });
-    if resumed {
-        notify(cx.server(), &entry).await;
     }
     cx.reply(EmptyResult::default())
 }
@@ -275,9 +287,16 @@ pub(crate) async fn update(cx: ServerContext) -> Result<Reply, ErrorObject> {
 /// `tasks/cancel`: cooperative; the same empty acknowledgement for a task that has
 /// already ended.
 pub(crate) async fn cancel(cx: ServerContext) -> Result<Reply, ErrorObject> {
-    let entry = task_of(&cx)?;
-    if cx.server().inner.tasks.cancel(&entry).is_ok() {
-        notify(cx.server(), &entry).await;
+    match task_of(&cx)? {
+        Ok(entry) => {
+            if cx.server().inner.tasks.cancel(&entry).is_ok() {
+                notify(cx.server(), &entry).await;
+            }
+        }
+        Err(id) => {
+            let command = TaskCommand::Cancel { id: id.clone() };
+            super::shared::send(cx.server(), &cx.task_owner(), &id, command).await?;
+        }
     }
     cx.reply(EmptyResult::default())
 }

@@ -77,6 +77,9 @@ pub(crate) struct TaskEntry {
     /// The handler's cancellation: tripped by `tasks/cancel`, expiry or close.
     pub(crate) cancel: Arc<RequestCancel>,
     state: watch::Sender<TaskState>,
+    /// Held while the task's record is written to a fleet's store, so that the last
+    /// write carries the last state.
+    pub(crate) mirrored: tokio::sync::Mutex<()>,
 }
 
 impl TaskEntry {
@@ -296,6 +299,7 @@ impl TaskStore {
                 inputs: InputRequests::new(),
                 answers: BTreeMap::new(),
             }),
+            mirrored: tokio::sync::Mutex::new(()),
         });
         held.tasks.insert(id, entry.clone());
         Ok(entry)
@@ -312,6 +316,15 @@ impl TaskStore {
             .filter(|e| e.owner == *owner && Instant::now() < e.expires)
             .cloned()
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown or expired task: {id}")))
+    }
+
+    /// Task `id`, whoever owns it, unless expired.
+    pub(crate) fn find(&self, id: &str) -> Option<Arc<TaskEntry>> {
+        self.held()
+            .tasks
+            .get(id)
+            .filter(|e| Instant::now() < e.expires)
+            .cloned()
     }
 
     /// A page of `owner`'s tasks, oldest first, after `cursor`, and the next cursor.

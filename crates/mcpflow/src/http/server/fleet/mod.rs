@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::events::StreamKey;
+pub use crate::server::fleet::StoreError;
 use crate::session::BoxFuture;
 
 pub(super) mod endpoint;
@@ -114,24 +115,6 @@ pub struct Forwarded {
 /// What a store does with a message forwarded to this instance.
 pub type DeliverForwarded =
     std::sync::Arc<dyn Fn(Forwarded) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// Why a store could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The store could not be reached or refused the command.
-    #[error("the session store is unavailable: {detail}")]
-    Unavailable {
-        /// What failed.
-        detail: String,
-    },
-    /// The store holds something this version cannot read.
-    #[error("the session store holds an unreadable entry: {detail}")]
-    Corrupt {
-        /// What could not be read.
-        detail: String,
-    },
-}
 
 /// The shared state of a fleet's handshake-era sessions: records, event logs, which
 /// instances are alive, and messages forwarded between instances. See the

@@ -1,12 +1,9 @@
 //! [`RedisSessionStore`]: a fleet's handshake-era sessions in Redis (feature `redis`).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bytes::Bytes;
-use mcpflow_protocol::RequestId;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncConnectionConfig, Pipeline};
 use tokio::task::JoinHandle;
@@ -17,6 +14,10 @@ use super::{
 };
 use crate::http::server::StreamKey;
 use crate::session::BoxFuture;
+use entries::{Entry, contiguous, fields};
+
+mod entries;
+mod tasks;
 
 /// How long one attempt to connect to Redis, and one command, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -40,6 +41,8 @@ const MAX_NODE: i64 = (1 << 20) - 1;
 /// | `{p}:streams:{id}` | set | the session's stream numbers | with the streams |
 /// | `{p}:stream:{id}:{n}` | stream | stream `n`'s events, entry `1-{seq}` for event `seq` | [`event_ttl`](Self::event_ttl) after its last event |
 /// | `{p}:inbox:{n}` | list | messages forwarded to instance `n` | 60 s |
+/// | `{p}:task:{id}` | string | a 2026-07-28 task's record ([`SharedTaskStore`]) | with the task |
+/// | `{p}:tasks:{n}` | list | task commands for instance `n` | 60 s |
 ///
 /// Each stream log keeps about its last [`max_events`](Self::max_events) events. Keys and
 /// logs hold the truth; no command relies on pub/sub, so nothing is lost while an
@@ -193,6 +196,84 @@ impl RedisSessionStore {
     fn inbox_key(&self, node: u32) -> String {
         format!("{}:inbox:{node}", self.prefix)
     }
+
+    fn task_key(&self, id: &str) -> String {
+        format!("{}:task:{id}", self.prefix)
+    }
+
+    fn task_commands_key(&self, node: u32) -> String {
+        format!("{}:tasks:{node}", self.prefix)
+    }
+
+    /// Push `payload` onto the list `key`, which expires unless taken.
+    fn push(&self, key: String, payload: Vec<u8>) -> BoxFuture<'static, Result<(), StoreError>> {
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            Pipeline::new()
+                .cmd("RPUSH")
+                .arg(&key)
+                .arg(payload)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(millis(INBOX_TTL))
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))
+        })
+    }
+
+    /// Set `key` to `value` as JSON, expiring after `ttl`.
+    fn set_json<T: serde::Serialize>(
+        &self,
+        key: String,
+        value: &T,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        let mut conn = self.conn.clone();
+        let value = serde_json::to_vec(value);
+        Box::pin(async move {
+            redis::cmd("SET")
+                .arg(key)
+                .arg(value.map_err(corrupt)?)
+                .arg("PX")
+                .arg(millis(ttl))
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))
+        })
+    }
+
+    /// Push `value` as JSON onto the list `key`, which expires unless taken.
+    fn push_json<T: serde::Serialize>(
+        &self,
+        key: String,
+        value: &T,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        match serde_json::to_vec(value) {
+            Ok(payload) => self.push(key, payload),
+            Err(e) => Box::pin(async move { Err(corrupt(e)) }),
+        }
+    }
+
+    /// Hand each value pushed onto this instance's list `key` to `deliver`, from now on;
+    /// a payload that does not read as a `T` is dropped.
+    fn take_json<T: serde::de::DeserializeOwned + 'static>(
+        &self,
+        key: String,
+        deliver: Arc<dyn Fn(T) -> BoxFuture<'static, ()> + Send + Sync>,
+    ) {
+        let take: Take = Arc::new(move |payload| match serde_json::from_slice::<T>(&payload) {
+            Ok(value) => deliver(value),
+            Err(e) => {
+                tracing::debug!(error = %e, "ignored an unreadable message pushed to this instance");
+                Box::pin(async {})
+            }
+        });
+        let task = tokio::spawn(take_pushed(self.client.clone(), key, take));
+        self.tasks_mut().push(task);
+    }
 }
 
 /// A number no live instance holds, with its lease taken: counted up, skipping numbers
@@ -236,61 +317,6 @@ impl Drop for RedisSessionStore {
     }
 }
 
-/// An entry's fields: `o` (the ids a stream owes, JSON) for its opening; `m` (the
-/// message) and `a` (the id it answers, JSON) for a message.
-fn fields(event: &StoredEvent) -> Result<Vec<(&'static str, Vec<u8>)>, StoreError> {
-    Ok(match event {
-        StoredEvent::Opened { owes } => vec![("o", serde_json::to_vec(owes).map_err(corrupt)?)],
-        StoredEvent::Message { message, answers } => {
-            let mut fields = vec![("m", message.to_vec())];
-            if let Some(id) = answers {
-                fields.push(("a", serde_json::to_vec(id).map_err(corrupt)?));
-            }
-            fields
-        }
-    })
-}
-
-type Entry = (String, HashMap<String, Vec<u8>>);
-
-fn entry(entry: Entry) -> Result<(u64, StoredEvent), StoreError> {
-    let (id, mut map) = entry;
-    let seq = id
-        .strip_prefix("1-")
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| corrupt(format!("stream entry id `{id}`")))?;
-    if let Some(owes) = map.remove("o") {
-        let owes: Vec<RequestId> = serde_json::from_slice(&owes).map_err(corrupt)?;
-        return Ok((seq, StoredEvent::Opened { owes }));
-    }
-    let message = map
-        .remove("m")
-        .ok_or_else(|| corrupt(format!("stream entry `{id}` has no message")))?;
-    let answers = match map.remove("a") {
-        Some(a) => Some(serde_json::from_slice::<RequestId>(&a).map_err(corrupt)?),
-        None => None,
-    };
-    Ok((
-        seq,
-        StoredEvent::Message {
-            message: Bytes::from(message),
-            answers,
-        },
-    ))
-}
-
-/// Entries read after `after`: `None` when some between were dropped from the log.
-fn contiguous(entries: Vec<Entry>, after: Option<u64>) -> Result<Option<Entries>, StoreError> {
-    let entries: Vec<(u64, StoredEvent)> =
-        entries.into_iter().map(entry).collect::<Result<_, _>>()?;
-    let first = after.map_or(0, |a| a + 1);
-    match entries.first() {
-        Some((seq, _)) if *seq != first => Ok(None),
-        None if after.is_none() => Ok(None),
-        _ => Ok(Some(entries)),
-    }
-}
-
 impl SessionStore for RedisSessionStore {
     fn node(&self) -> u32 {
         self.node
@@ -302,19 +328,7 @@ impl SessionStore for RedisSessionStore {
         record: &SessionRecord,
         ttl: Duration,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        let (mut conn, key) = (self.conn.clone(), self.session_key(id));
-        let record = serde_json::to_vec(record);
-        Box::pin(async move {
-            let record = record.map_err(corrupt)?;
-            redis::cmd("SET")
-                .arg(key)
-                .arg(record)
-                .arg("PX")
-                .arg(millis(ttl))
-                .query_async::<()>(&mut conn)
-                .await
-                .map_err(|e| unavailable(&e))
-        })
+        self.set_json(self.session_key(id), record, ttl)
     }
 
     fn load(
@@ -472,38 +486,23 @@ impl SessionStore for RedisSessionStore {
     }
 
     fn forward(&self, node: u32, message: Forwarded) -> BoxFuture<'static, Result<(), StoreError>> {
-        let (mut conn, key) = (self.conn.clone(), self.inbox_key(node));
-        let payload = serde_json::to_vec(&message);
-        Box::pin(async move {
-            let payload = payload.map_err(corrupt)?;
-            Pipeline::new()
-                .cmd("RPUSH")
-                .arg(&key)
-                .arg(payload)
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&key)
-                .arg(millis(INBOX_TTL))
-                .ignore()
-                .query_async::<()>(&mut conn)
-                .await
-                .map_err(|e| unavailable(&e))
-        })
+        self.push_json(self.inbox_key(node), &message)
     }
 
     fn deliver_to(&self, deliver: DeliverForwarded) {
-        let (client, key) = (self.client.clone(), self.inbox_key(self.node));
-        let task = tokio::spawn(take_forwarded(client, key, deliver));
-        self.tasks_mut().push(task);
+        self.take_json(self.inbox_key(self.node), deliver);
     }
 }
 
-/// How long one wait for a forwarded message lasts before it is asked again.
+/// What a list's taker does with each payload.
+type Take = Arc<dyn Fn(Vec<u8>) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How long one wait for a pushed payload lasts before it is asked again.
 const INBOX_WAIT: Duration = Duration::from_secs(1);
 
-/// Take each message forwarded to this instance, on a connection of its own (a
-/// blocking pop holds its connection), reconnecting with backoff.
-async fn take_forwarded(client: redis::Client, key: String, deliver: DeliverForwarded) {
+/// Take each payload pushed onto `key`, on a connection of its own (a blocking pop holds
+/// its connection), reconnecting with backoff.
+async fn take_pushed(client: redis::Client, key: String, take: Take) {
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(Some(INBOX_WAIT + RESPONSE_TIMEOUT));
@@ -515,7 +514,7 @@ async fn take_forwarded(client: redis::Client, key: String, deliver: DeliverForw
         {
             Ok(conn) => conn,
             Err(e) => {
-                tracing::warn!(error = %e, "could not connect to Redis for forwarded messages");
+                tracing::warn!(error = %e, key = %key, "could not connect to Redis to take messages");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
                 continue;
@@ -529,15 +528,10 @@ async fn take_forwarded(client: redis::Client, key: String, deliver: DeliverForw
                 .query_async(&mut conn)
                 .await;
             match popped {
-                Ok(Some((_, payload))) => match serde_json::from_slice::<Forwarded>(&payload) {
-                    Ok(message) => deliver(message).await,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "ignored an unreadable forwarded message")
-                    }
-                },
+                Ok(Some((_, payload))) => take(payload).await,
                 Ok(None) => {}
                 Err(e) => {
-                    tracing::warn!(error = %e, "lost the Redis connection for forwarded messages");
+                    tracing::warn!(error = %e, key = %key, "lost the Redis connection that takes messages");
                     break;
                 }
             }

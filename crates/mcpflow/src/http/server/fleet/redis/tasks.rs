@@ -1,0 +1,56 @@
+//! [`SharedTaskStore`] over the same Redis: a task's record under `{p}:task:{id}`, the
+//! commands for an instance on its list `{p}:tasks:{n}`.
+
+use std::time::Duration;
+
+use super::{RedisSessionStore, corrupt, unavailable};
+use crate::http::server::fleet::SessionStore;
+use crate::server::fleet::{
+    DeliverTaskCommand, SharedTaskStore, StoreError, TaskCommand, TaskRecord,
+};
+use crate::session::BoxFuture;
+
+impl SharedTaskStore for RedisSessionStore {
+    fn node(&self) -> u32 {
+        self.node
+    }
+
+    fn put_task(
+        &self,
+        id: &str,
+        record: &TaskRecord,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        self.set_json(self.task_key(id), record, ttl)
+    }
+
+    fn get_task(&self, id: &str) -> BoxFuture<'static, Result<Option<TaskRecord>, StoreError>> {
+        let (mut conn, key) = (self.conn.clone(), self.task_key(id));
+        Box::pin(async move {
+            let record: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))?;
+            record
+                .map(|r| serde_json::from_slice(&r).map_err(corrupt))
+                .transpose()
+        })
+    }
+
+    fn node_alive(&self, node: u32) -> BoxFuture<'static, Result<bool, StoreError>> {
+        self.is_alive(node)
+    }
+
+    fn send_task_command(
+        &self,
+        node: u32,
+        command: TaskCommand,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        self.push_json(self.task_commands_key(node), &command)
+    }
+
+    fn deliver_task_commands(&self, deliver: DeliverTaskCommand) {
+        self.take_json(self.task_commands_key(self.node), deliver);
+    }
+}
