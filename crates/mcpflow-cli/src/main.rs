@@ -334,7 +334,7 @@ async fn run(command: Command) -> u8 {
                     builder = builder.bus(bus);
                 }
                 if let Some(store) = shared_tasks {
-                    builder = builder.shared_tasks(store);
+                    builder = builder.shared_tasks(store.clone()).consumed_states(store);
                 }
                 builder
             };

@@ -100,6 +100,34 @@ impl ServerContext {
             .or_else(|| self.task.as_deref().map(|t| t.id.as_str()))
     }
 
+    /// Make the `requestState` this 2026-07-28 request issues with its input request
+    /// single-use: the server accepts the client's retry with it once, and refuses a
+    /// second request with the same state (-32602), on every instance that shares the
+    /// server's [`ConsumedStates`](crate::server::fleet::ConsumedStates). Call it before
+    /// the input call, on every round (the handler runs again on each). Elsewhere it
+    /// does nothing.
+    ///
+    /// ```
+    /// use mcpflow::protocol::{CallToolResult, ElicitRequestParams, Tool};
+    /// use mcpflow::server::{Server, ToolError};
+    ///
+    /// let server = Server::builder("payments", "1.0.0")
+    ///     .tool(Tool::new("pay", "Pays once confirmed", Tool::empty_input_schema()), |_args, cx| async move {
+    ///         // A confirmation must not be replayed to pay twice.
+    ///         cx.single_use_state();
+    ///         let form = ElicitRequestParams::form("Pay 10 EUR?", Default::default());
+    ///         let answer = cx.elicit(form).await.map_err(|e| ToolError::failed(e.to_string()))?;
+    ///         Ok(CallToolResult::text(format!("{:?}", answer.action)))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn single_use_state(&self) {
+        if let Some(round) = self.era.round() {
+            round.make_single_use();
+        }
+    }
+
     /// Make this call a task now, when it may become one: a 2026-07-28 `tools/call` of
     /// a tool with task support, from a client that declared the tasks extension. The
     /// client is answered with the task at once (`resultType: "task"`) and the handler

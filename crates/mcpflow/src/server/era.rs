@@ -105,6 +105,14 @@ impl Era {
 
     /// Whether the call may still become a task (a per-request `tools/call` of a tool
     /// with task support, from a client that declared the extension).
+    /// The input round of a 2026-07-28 request that may ask for input.
+    pub(crate) fn round(&self) -> Option<&Arc<crate::server::per_request::mrtr::Round>> {
+        match self {
+            Era::Handshake => None,
+            Era::PerRequest(r) => r.round.as_ref(),
+        }
+    }
+
     pub(crate) fn may_become_task(&self) -> bool {
         match self {
             Era::Handshake => false,

@@ -1,5 +1,5 @@
 //! What the instances of one server share besides announcements ([`bus`](super::bus)):
-//! the 2026-07-28 tasks they run.
+//! the 2026-07-28 tasks they run, and the single-use `requestState` they consumed.
 //!
 //! With a [`SharedTaskStore`] ([`ServerBuilder::shared_tasks`]), a task's record (the
 //! instance running it, its owner, and the task as `tasks/get` shows it) is written
@@ -105,7 +105,25 @@ pub trait SharedTaskStore: Send + Sync + fmt::Debug + 'static {
     fn deliver_task_commands(&self, deliver: DeliverTaskCommand);
 }
 
+/// The single-use `requestState` tokens a fleet consumed, so that a state a handler
+/// made single-use ([`ServerContext::single_use_state`]) is accepted once across every
+/// instance.
+///
+/// [`ServerContext::single_use_state`]: crate::server::ServerContext::single_use_state
+pub trait ConsumedStates: Send + Sync + fmt::Debug + 'static {
+    /// Consume `token`, remembering it for `ttl`: `true` the first time, `false` after.
+    fn consume(&self, token: &str, ttl: Duration) -> BoxFuture<'static, Result<bool, StoreError>>;
+}
+
 impl ServerBuilder {
+    /// Remember consumed single-use `requestState` tokens in `store`, shared by every
+    /// instance behind the endpoint. Default: in this process, which is enough for one
+    /// instance.
+    pub fn consumed_states(mut self, store: Arc<dyn ConsumedStates>) -> Self {
+        self.consumed_states = Some(store);
+        self
+    }
+
     /// Share this server's 2026-07-28 tasks with the other instances behind its endpoint
     /// through `store` (see [`server::fleet`](crate::server::fleet)). Default: none, a task is known
     /// to the instance that runs it only.

@@ -119,6 +119,10 @@ struct ServerInner {
     bus: Option<Arc<dyn bus::NotificationBus>>,
     /// Shares 2026-07-28 tasks with every instance, when set.
     shared_tasks: Option<Arc<dyn fleet::SharedTaskStore>>,
+    /// Single-use `requestState` tokens consumed: shared by every instance when set,
+    /// else `consumed`.
+    consumed_states: Option<Arc<dyn fleet::ConsumedStates>>,
+    consumed: per_request::single_use::Consumed,
 }
 
 impl fmt::Debug for Server {
@@ -148,6 +152,7 @@ pub struct ServerBuilder {
     task_limits: TaskLimits,
     bus: Option<Arc<dyn bus::NotificationBus>>,
     shared_tasks: Option<Arc<dyn fleet::SharedTaskStore>>,
+    consumed_states: Option<Arc<dyn fleet::ConsumedStates>>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -390,6 +395,8 @@ impl ServerBuilder {
                 listeners: per_request::Listeners::default(),
                 bus: self.bus,
                 shared_tasks: self.shared_tasks,
+                consumed_states: self.consumed_states,
+                consumed: per_request::single_use::Consumed::default(),
             }),
         };
         if let Some(bus) = &server.inner.bus {
@@ -422,6 +429,7 @@ impl Server {
             task_limits: TaskLimits::default(),
             bus: None,
             shared_tasks: None,
+            consumed_states: None,
         }
     }
 

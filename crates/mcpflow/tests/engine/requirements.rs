@@ -523,6 +523,14 @@ const REQUIREMENTS: &[Requirement] = &[
         tests: &["instances_2026::an_announcement_reaches_every_instances_listen_streams_once"],
     },
     Requirement {
+        id: "S-era-single-use-state",
+        text: "servers for which a requestState must be consumed at most once enforce it server-side: a retry with a single-use state is answered once and refused after, on every instance sharing the consumed states",
+        tests: &[
+            "instances_2026::a_single_use_state_is_accepted_once",
+            "instances_2026::a_single_use_state_is_accepted_once_across_instances",
+        ],
+    },
+    Requirement {
         id: "S-era-store-free",
         text: "a 2026-07-28 request that asks for no input asks a shared session store nothing",
         tests: &["instances_2026::a_plain_2026_call_asks_the_session_store_nothing"],

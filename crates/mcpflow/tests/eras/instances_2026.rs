@@ -2,7 +2,8 @@
 //! request whose rounds land on different instances (the `requestState` one instance
 //! sealed opens on another that shares its key ring, and only there), and, over a real
 //! `redis-server`, an announcement made on one instance reaching the listen streams held
-//! by every instance once; and a request without input never asking the shared session
+//! by every instance once; a single-use state accepted once, on one instance and across
+//! instances sharing Redis; and a request without input never asking the shared session
 //! store anything.
 
 use crate::common;
@@ -15,9 +16,26 @@ use serde_json::{Value, json};
 
 /// An instance named `name` with a tool that asks for a name, its state sealed by `key`.
 fn instance(name: &str, key: StateKey) -> HttpServer {
-    let server = Server::builder(name, "1.0.0")
-        .state_key(key)
-        .tool(common::tool("ask"), |_args, cx| async move {
+    instance_with(name, key, false, None)
+}
+
+/// [`instance`], its state single-use when `single_use`, the consumed states kept in
+/// `consumed` when given.
+fn instance_with(
+    name: &str,
+    key: StateKey,
+    single_use: bool,
+    consumed: Option<std::sync::Arc<dyn mcpflow::server::fleet::ConsumedStates>>,
+) -> HttpServer {
+    let mut builder = Server::builder(name, "1.0.0").state_key(key);
+    if let Some(consumed) = consumed {
+        builder = builder.consumed_states(consumed);
+    }
+    let server = builder
+        .tool(common::tool("ask"), move |_args, cx| async move {
+            if single_use {
+                cx.single_use_state();
+            }
             let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
             let form = ElicitRequestParams::form(
                 "Your name?",
@@ -140,6 +158,71 @@ async fn a_round_continues_on_another_instance_with_the_same_key_ring_only() {
     assert!(message.contains("belongs to another request"), "{message}");
 
     for running in [a, b, stranger, renamed] {
+        bounded("shutdown", running.shutdown()).await;
+    }
+}
+
+/// A single-use state's retry is answered once; the same retry again is refused.
+async fn accepted_once(
+    first: &RunningHttpServer,
+    second: &RunningHttpServer,
+    replays: &[&RunningHttpServer],
+) {
+    let state = first_round(first).await;
+    let answer = second_round(second, &state).await;
+    assert_eq!(text_of(&answer), "hello Ada", "the first retry: {answer}");
+    for replay in replays {
+        let answer = second_round(replay, &state).await;
+        let (code, message) = refusal(&answer);
+        assert_eq!(code, -32602, "a replay: {answer}");
+        assert!(message.contains("single-use"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_single_use_state_is_accepted_once() {
+    let key = StateKey::random();
+    let one = common::http::serve(instance_with("once", key, true, None)).await;
+    accepted_once(&one, &one, &[&one]).await;
+    // A state not made single-use may be retried.
+    let key = StateKey::random();
+    let many = common::http::serve(instance_with("many", key, false, None)).await;
+    let state = first_round(&many).await;
+    for _ in 0..2 {
+        let answer = second_round(&many, &state).await;
+        assert_eq!(text_of(&answer), "hello Ada", "{answer}");
+    }
+    for running in [one, many] {
+        bounded("shutdown", running.shutdown()).await;
+    }
+}
+
+/// Over a real `redis-server`: consumed on one instance, refused on every instance.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn a_single_use_state_is_accepted_once_across_instances() {
+    use mcpflow::http::server::fleet::RedisSessionStore;
+
+    let redis = common::redis::RedisServer::start().await;
+    let key = StateKey::from_bytes(b"the secret every instance shares");
+    let mut instances = Vec::new();
+    for _ in 0..2 {
+        let store = bounded(
+            "connecting to redis",
+            RedisSessionStore::connect(&redis.url),
+        )
+        .await
+        .expect("the store connects");
+        let http = instance_with("fleet", key.clone(), true, Some(std::sync::Arc::new(store)));
+        instances.push(common::http::serve(http).await);
+    }
+    accepted_once(
+        &instances[0],
+        &instances[1],
+        &[&instances[0], &instances[1]],
+    )
+    .await;
+    for running in instances {
         bounded("shutdown", running.shutdown()).await;
     }
 }

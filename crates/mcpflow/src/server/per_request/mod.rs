@@ -9,6 +9,7 @@
 
 pub(crate) mod listen;
 pub(crate) mod mrtr;
+pub(crate) mod single_use;
 mod state;
 
 use std::sync::Arc;
@@ -260,6 +261,10 @@ pub(crate) fn serve(
     Box::pin(async move {
         let outcome = match &round {
             Some(round) => {
+                // A single-use state is consumed before its handler runs again.
+                if let Err(e) = round.consume().await {
+                    return Err(era.error(e));
+                }
                 let ended = match &escalation {
                     Some(escalation) => tasks::run(&server, owner, round, escalation, answer).await,
                     None => mrtr::run(round, answer).await,

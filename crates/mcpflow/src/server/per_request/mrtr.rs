@@ -12,7 +12,7 @@
 //! causes before an input call therefore happen again on every round.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Poll;
 
@@ -43,6 +43,11 @@ pub(crate) struct Round {
     used: Mutex<BTreeMap<String, Value>>,
     /// The requests registered since the handler was last polled.
     asked: Mutex<InputRequests>,
+    /// The handler made the state it issues single-use.
+    single_use: AtomicBool,
+    /// The single-use token of the state this round came with, to consume before the
+    /// handler runs.
+    consumes: Option<String>,
 }
 
 impl Round {
@@ -68,9 +73,13 @@ impl Round {
             next: AtomicUsize::new(0),
             used: Mutex::default(),
             asked: Mutex::default(),
+            single_use: AtomicBool::new(false),
+            consumes: None,
         };
         if let Some(state) = head.request_state.optional("requestState")? {
-            round.answers = round.key().open(state, round.binding())?;
+            let opened = round.key().open(state, round.binding())?;
+            round.answers = opened.answers;
+            round.consumes = opened.once;
         }
         if let Some(responses) = head.input_responses.optional("inputResponses")? {
             let responses: BTreeMap<String, Value> =
@@ -135,8 +144,27 @@ impl Round {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let state = self.key().seal(self.binding(), &used);
+        let once = self
+            .single_use
+            .load(Ordering::Relaxed)
+            .then(super::single_use::token)
+            .flatten();
+        let state = self.key().seal(self.binding(), &used, once);
         InputRequiredResult::new(requests, Some(state))
+    }
+
+    /// Make the state this round issues single-use.
+    pub(crate) fn make_single_use(&self) {
+        self.single_use.store(true, Ordering::Relaxed);
+    }
+
+    /// Consume the single-use state this round came with, if it did: -32602 when it
+    /// was used before (on any instance sharing the server's store of used states).
+    pub(crate) async fn consume(&self) -> Result<(), ErrorObject> {
+        let Some(token) = &self.consumes else {
+            return Ok(());
+        };
+        self.server.consume_state(token).await
     }
 }
 

@@ -90,12 +90,19 @@ impl StateKey {
             .any(|key| constant_time_eq(tag, &hmac_sha256(key, data)))
     }
 
-    /// Seal `answers` for the request `binding` describes.
-    pub(crate) fn seal(&self, binding: &Binding, answers: &BTreeMap<String, Value>) -> String {
+    /// Seal `answers` for the request `binding` describes; `once`, a random token
+    /// naming the state, makes it single-use.
+    pub(crate) fn seal(
+        &self,
+        binding: &Binding,
+        answers: &BTreeMap<String, Value>,
+        once: Option<String>,
+    ) -> String {
         let payload = Payload {
             binding: binding.clone(),
             issued_ms: now_ms(),
             answers: answers.clone(),
+            once,
         };
         let json = serde_json::to_vec(&payload).unwrap_or_default();
         let body = URL_SAFE_NO_PAD.encode(&json);
@@ -103,12 +110,9 @@ impl StateKey {
         format!("{body}.{tag}")
     }
 
-    /// The answers sealed in `state`, if it verifies, is fresh and belongs to `binding`.
-    pub(crate) fn open(
-        &self,
-        state: &str,
-        binding: &Binding,
-    ) -> Result<BTreeMap<String, Value>, ErrorObject> {
+    /// The answers sealed in `state`, if it verifies, is fresh and belongs to `binding`,
+    /// with its single-use token if it has one.
+    pub(crate) fn open(&self, state: &str, binding: &Binding) -> Result<Opened, ErrorObject> {
         let refuse =
             |why: &str| ErrorObject::invalid_params(format!("invalid requestState: {why}"));
         let (body, tag) = state.split_once('.').ok_or_else(|| refuse("malformed"))?;
@@ -128,9 +132,22 @@ impl StateKey {
         if now_ms().saturating_sub(payload.issued_ms) > STATE_TTL_MS {
             return Err(refuse("expired; start the request again without it"));
         }
-        Ok(payload.answers)
+        Ok(Opened {
+            answers: payload.answers,
+            once: payload.once,
+        })
     }
 }
+
+/// What an opened state holds.
+pub(crate) struct Opened {
+    pub(crate) answers: BTreeMap<String, Value>,
+    /// The token that makes it single-use.
+    pub(crate) once: Option<String>,
+}
+
+/// How long a single-use token is remembered: as long as its state is valid.
+pub(crate) const STATE_TTL: std::time::Duration = std::time::Duration::from_millis(STATE_TTL_MS);
 
 /// A secret as a 32-byte key.
 fn derive(secret: &[u8]) -> [u8; 32] {
@@ -193,6 +210,8 @@ struct Payload {
     issued_ms: u64,
     #[serde(rename = "a")]
     answers: BTreeMap<String, Value>,
+    #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
+    once: Option<String>,
 }
 
 fn now_ms() -> u64 {
@@ -290,8 +309,8 @@ mod tests {
         let binding = bind("t", &args);
         let mut answers = BTreeMap::new();
         answers.insert("x".to_owned(), serde_json::json!({"action": "decline"}));
-        let state = key.seal(&binding, &answers);
-        assert_eq!(key.open(&state, &binding).expect("opens"), answers);
+        let state = key.seal(&binding, &answers, None);
+        assert_eq!(key.open(&state, &binding).expect("opens").answers, answers);
         let reordered = serde_json::json!({"a": [true], "b": 1});
         let same = bind("t", &reordered);
         assert!(key.open(&state, &same).is_ok(), "key order does not matter");
@@ -330,8 +349,8 @@ mod tests {
         let answers = BTreeMap::new();
         let old = StateKey::from_bytes(b"old");
         let rotating = StateKey::from_bytes(b"new").accepting(b"old");
-        let sealed_old = old.seal(&binding, &answers);
-        let sealed_new = rotating.seal(&binding, &answers);
+        let sealed_old = old.seal(&binding, &answers, None);
+        let sealed_new = rotating.seal(&binding, &answers, None);
         assert!(
             rotating.open(&sealed_old, &binding).is_ok(),
             "the old key still opens"

@@ -43,6 +43,7 @@ const MAX_NODE: i64 = (1 << 20) - 1;
 /// | `{p}:inbox:{n}` | list | messages forwarded to instance `n` | 60 s |
 /// | `{p}:task:{id}` | string | a 2026-07-28 task's record ([`SharedTaskStore`]) | with the task |
 /// | `{p}:tasks:{n}` | list | task commands for instance `n` | 60 s |
+/// | `{p}:used:{token}` | string | a consumed single-use `requestState` ([`ConsumedStates`](crate::server::fleet::ConsumedStates)) | an hour, as the state |
 ///
 /// Each stream log keeps about its last [`max_events`](Self::max_events) events. Keys and
 /// logs hold the truth; no command relies on pub/sub, so nothing is lost while an

@@ -1,12 +1,13 @@
-//! [`SharedTaskStore`] over the same Redis: a task's record under `{p}:task:{id}`, the
-//! commands for an instance on its list `{p}:tasks:{n}`.
+//! [`SharedTaskStore`] and [`ConsumedStates`] over the same Redis: a task's record
+//! under `{p}:task:{id}`, the commands for an instance on its list `{p}:tasks:{n}`, a
+//! consumed single-use `requestState` token under `{p}:used:{token}`.
 
 use std::time::Duration;
 
 use super::{RedisSessionStore, corrupt, unavailable};
 use crate::http::server::fleet::SessionStore;
 use crate::server::fleet::{
-    DeliverTaskCommand, SharedTaskStore, StoreError, TaskCommand, TaskRecord,
+    ConsumedStates, DeliverTaskCommand, SharedTaskStore, StoreError, TaskCommand, TaskRecord,
 };
 use crate::session::BoxFuture;
 
@@ -52,5 +53,25 @@ impl SharedTaskStore for RedisSessionStore {
 
     fn deliver_task_commands(&self, deliver: DeliverTaskCommand) {
         self.take_json(self.task_commands_key(self.node), deliver);
+    }
+}
+
+impl ConsumedStates for RedisSessionStore {
+    fn consume(&self, token: &str, ttl: Duration) -> BoxFuture<'static, Result<bool, StoreError>> {
+        let mut conn = self.conn.clone();
+        let key = format!("{}:used:{token}", self.prefix);
+        Box::pin(async move {
+            // Set only when absent: the first to consume it gets OK, every later one nil.
+            let set: Option<String> = redis::cmd("SET")
+                .arg(key)
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(super::millis(ttl))
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))?;
+            Ok(set.is_some())
+        })
     }
 }
