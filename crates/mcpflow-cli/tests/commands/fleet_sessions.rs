@@ -20,8 +20,17 @@ const VERSION: &str = "2025-11-25";
 
 /// Three processes sharing `redis`.
 fn three_nodes(redis: &redis::RedisServer) -> Vec<HttpServe> {
+    three_nodes_with(redis, &[])
+}
+
+/// [`three_nodes`], with `extra` options.
+fn three_nodes_with(redis: &redis::RedisServer, extra: &[&str]) -> Vec<HttpServe> {
     (0..3)
-        .map(|_| HttpServe::start(&["--redis", &redis.url]))
+        .map(|_| {
+            let mut args = vec!["--redis", redis.url.as_str()];
+            args.extend_from_slice(extra);
+            HttpServe::start(&args)
+        })
         .collect()
 }
 
@@ -492,4 +501,78 @@ async fn redis_down_is_503_with_retry_after_and_sessions_follow_its_persistence(
                 .expect("a new session after Redis lost the old ones");
         }
     }
+}
+
+/// `used_memory` from `INFO memory`, in bytes.
+async fn used_memory(redis: &redis::RedisServer) -> u64 {
+    let info = redis.command(&["INFO", "memory"]).await;
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("INFO memory has used_memory")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redis_holds_nothing_of_ended_or_idle_sessions_after_a_soak() {
+    let redis = redis::RedisServer::start().await;
+    let nodes = three_nodes_with(&redis, &["--session-idle-timeout", "2"]);
+    let rr = RoundRobin::new(&nodes);
+    let keys_before: u64 = redis.command(&["DBSIZE"]).await.parse().expect("a count");
+    let memory_before = used_memory(&redis).await;
+    // 600 sessions, each with a stream of stored events; half ended with DELETE, half
+    // left to expire.
+    let permits = Arc::new(Semaphore::new(32));
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..600u64 {
+        let (rr, permits) = (rr.clone(), permits.clone());
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
+            let id = rr.initialize(json!({})).await?;
+            let call = json!({"name": "progress_stream", "arguments": {"count": 5},
+                "_meta": {"progressToken": n}});
+            ok(&rr.call(&id, 1, "tools/call", call).await?)?;
+            if n % 2 == 0 {
+                let url = rr.next_url().to_owned();
+                let delete = rr.http.delete(&url).header("mcp-session-id", &id).send();
+                let status = tokio::time::timeout(LIMIT, delete)
+                    .await
+                    .map_err(|_| "DELETE in time".to_owned())?
+                    .map_err(|e| e.to_string())?
+                    .status();
+                if status != 200 {
+                    return Err(format!("DELETE got {status}"));
+                }
+            }
+            Ok::<(), String>(())
+        });
+    }
+    all_of(tasks, "sessions with a stored stream").await;
+    let keys_during: u64 = redis.command(&["DBSIZE"]).await.parse().expect("a count");
+    let memory_during = used_memory(&redis).await;
+    assert!(
+        keys_during > keys_before + 300,
+        "the idle sessions are held: {keys_during} keys"
+    );
+    // Idle sessions, and their streams, expire with the idle timeout (2 s).
+    let drained = async {
+        loop {
+            let keys: u64 = redis.command(&["DBSIZE"]).await.parse().expect("a count");
+            if keys <= keys_before {
+                return keys;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let keys_after = tokio::time::timeout(LIMIT, drained)
+        .await
+        .expect("every session's keys expire within the limit");
+    let memory_after = used_memory(&redis).await;
+    eprintln!(
+        "redis after 600 sessions with streams: keys {keys_before} -> {keys_during} -> {keys_after}, \
+         used_memory {memory_before} -> {memory_during} -> {memory_after} bytes"
+    );
+    assert!(
+        memory_after < memory_before + 256 * 1024,
+        "used_memory {memory_before} -> {memory_after} bytes"
+    );
 }

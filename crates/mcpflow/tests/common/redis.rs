@@ -90,6 +90,49 @@ impl RedisServer {
         }
     }
 
+    /// Send one command over a connection of its own (raw RESP, as the tests need no
+    /// Redis client): an integer or a bulk string reply, as text; 5 s at most.
+    pub async fn command(&self, args: &[&str]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let exchange = async {
+            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .expect("connect to redis-server");
+            let mut request = format!("*{}\r\n", args.len());
+            for arg in args {
+                request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+            }
+            stream
+                .write_all(request.as_bytes())
+                .await
+                .expect("write to redis-server");
+            let mut reply = Vec::new();
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                let n = stream.read(&mut buf).await.expect("read from redis-server");
+                assert!(n > 0, "redis-server closed the connection");
+                reply.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&reply).into_owned();
+                let Some((head, rest)) = text.split_once("\r\n") else {
+                    continue;
+                };
+                match head.as_bytes().first() {
+                    Some(b':' | b'+') => return head[1..].to_owned(),
+                    Some(b'$') => {
+                        let len: usize = head[1..].parse().expect("a bulk length");
+                        if rest.len() >= len {
+                            return rest[..len].to_owned();
+                        }
+                    }
+                    _ => panic!("unexpected reply from redis-server: {text}"),
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), exchange)
+            .await
+            .expect("redis-server answers within 5 s")
+    }
+
     /// Kill it (SIGKILL) and wait until it is gone.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

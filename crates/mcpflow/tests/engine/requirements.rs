@@ -565,6 +565,11 @@ const REQUIREMENTS: &[Requirement] = &[
         ],
     },
     Requirement {
+        id: "S-fleet-memory",
+        text: "the store holds nothing of a session once it is deleted or idle past its timeout: its record and its streams' logs go with it",
+        tests: &["fleet_sessions::redis_holds_nothing_of_ended_or_idle_sessions_after_a_soak"],
+    },
+    Requirement {
         id: "S-fleet-tasks",
         text: "with a shared task store, a task answers tasks/get on every instance once CreateTaskResult is out; tasks/update and tasks/cancel on any instance reach the one running it; a task whose instance is gone reads as failed",
         tests: &[

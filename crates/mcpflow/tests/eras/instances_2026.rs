@@ -428,7 +428,11 @@ mod counting {
         fn remove(&self, _: &str) -> BoxFuture<'static, Result<(), StoreError>> {
             self.refuse()
         }
-        fn append(&self, _: Vec<Append>) -> BoxFuture<'static, Result<(), StoreError>> {
+        fn append(
+            &self,
+            _: Vec<Append>,
+            _: Duration,
+        ) -> BoxFuture<'static, Result<(), StoreError>> {
             self.refuse()
         }
         fn read(

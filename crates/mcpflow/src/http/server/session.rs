@@ -108,6 +108,8 @@ pub(crate) struct HttpSession {
 /// The events a fleet session sends go through its store first, one batch at a time.
 pub(crate) struct Outbox {
     shared: Arc<dyn SessionStore>,
+    /// How long a stream's log outlives its last event: the session's idle timeout.
+    ttl: Duration,
     order: tokio::sync::Mutex<()>,
 }
 
@@ -122,7 +124,7 @@ async fn drain(routes: &Mutex<Routes>, outbox: Option<&Outbox>) {
         return;
     }
     let appends = outgoing.iter().map(|o| o.append.clone()).collect();
-    if let Err(e) = outbox.shared.append(appends).await {
+    if let Err(e) = outbox.shared.append(appends, outbox.ttl).await {
         // Sent anyway: the client gets them now, though it cannot resume past them.
         tracing::warn!(error = %e, "could not store events of a stream; they are sent unstored");
     }
@@ -139,6 +141,8 @@ pub(crate) struct SessionSettings {
     pub(crate) budget: Arc<QueueBudget>,
     /// The fleet's store, in place of `store`.
     pub(crate) shared: Option<Arc<dyn SessionStore>>,
+    /// The session idle timeout.
+    pub(crate) idle: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -161,6 +165,7 @@ impl HttpSession {
         let outbox = settings.shared.clone().map(|shared| {
             Arc::new(Outbox {
                 shared,
+                ttl: settings.idle,
                 order: tokio::sync::Mutex::new(()),
             })
         });

@@ -111,6 +111,7 @@ impl AppState {
             retry: if resumable { self.config.retry } else { None },
             budget: self.queue_budget.clone(),
             shared,
+            idle: self.config.idle_timeout,
         }
     }
 

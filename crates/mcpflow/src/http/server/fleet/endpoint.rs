@@ -174,7 +174,14 @@ pub(in crate::http::server) async fn record(
 ) -> Result<(), Refusal> {
     let record = SessionRecord::new(initialize, session.owner()).map_err(|e| unavailable(&e))?;
     shared
-        .create(&session.id, &record, state.config.unused_idle_timeout)
+        .create(
+            &session.id,
+            &record,
+            state
+                .config
+                .unused_idle_timeout
+                .min(state.config.idle_timeout),
+        )
         .await
         .map_err(|e| unavailable(&e))
 }

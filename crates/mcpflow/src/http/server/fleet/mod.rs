@@ -152,8 +152,14 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// End a session everywhere: its record and its streams' logs.
     fn remove(&self, id: &str) -> BoxFuture<'static, Result<(), StoreError>>;
 
-    /// Append entries to streams' logs, in order.
-    fn append(&self, entries: Vec<Append>) -> BoxFuture<'static, Result<(), StoreError>>;
+    /// Append entries to streams' logs, in order, each log expiring `ttl` after its last
+    /// entry (the session's idle timeout: a log outliving its session serves no one; a
+    /// store may keep logs for less).
+    fn append(
+        &self,
+        entries: Vec<Append>,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), StoreError>>;
 
     /// The entries of a stream after number `after` (all of them, [`StoredEvent::Opened`]
     /// included, for `None`), in order, waiting up to `wait` for one when there are none

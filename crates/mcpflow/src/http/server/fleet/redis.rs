@@ -39,7 +39,7 @@ const MAX_NODE: i64 = (1 << 20) - 1;
 /// | `{p}:node:{n}` | string | instance `n` is alive | 5 s unless renewed (every 1.5 s) |
 /// | `{p}:session:{id}` | string | the session's record (JSON) | the session idle timeout, restarted on use |
 /// | `{p}:streams:{id}` | set | the session's stream numbers | with the streams |
-/// | `{p}:stream:{id}:{n}` | stream | stream `n`'s events, entry `1-{seq}` for event `seq` | [`event_ttl`](Self::event_ttl) after its last event |
+/// | `{p}:stream:{id}:{n}` | stream | stream `n`'s events, entry `1-{seq}` for event `seq` | the session idle timeout or [`event_ttl`](Self::event_ttl), the shorter, after its last event |
 /// | `{p}:inbox:{n}` | list | messages forwarded to instance `n` | 60 s |
 /// | `{p}:task:{id}` | string | a 2026-07-28 task's record ([`SharedTaskStore`]) | with the task |
 /// | `{p}:tasks:{n}` | list | task commands for instance `n` | 60 s |
@@ -392,9 +392,13 @@ impl SessionStore for RedisSessionStore {
         })
     }
 
-    fn append(&self, entries: Vec<Append>) -> BoxFuture<'static, Result<(), StoreError>> {
+    fn append(
+        &self,
+        entries: Vec<Append>,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
         let mut pipe = Pipeline::new();
-        let ttl = millis(self.event_ttl);
+        let ttl = millis(ttl.min(self.event_ttl));
         let built = (|| {
             for Append { key, seq, event } in &entries {
                 let stream = self.stream_key(key);

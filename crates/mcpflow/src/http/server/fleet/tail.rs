@@ -193,7 +193,7 @@ impl Follower {
                 },
             });
         }
-        if let Err(e) = self.shared.append(appends).await {
+        if let Err(e) = self.shared.append(appends, self.idle).await {
             tracing::warn!(error = %e, "could not store the errors of a stream whose instance is gone");
         }
         for event in events {
