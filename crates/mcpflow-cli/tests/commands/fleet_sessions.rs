@@ -143,13 +143,13 @@ impl RoundRobin {
 }
 
 /// An event stream, read event by event.
-struct Events {
+pub(crate) struct Events {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl Events {
-    fn new(response: reqwest::Response) -> Events {
+    pub(crate) fn new(response: reqwest::Response) -> Events {
         Events {
             response,
             buffer: String::new(),
@@ -157,7 +157,7 @@ impl Events {
     }
 
     /// The next event with data: its id and message; `None` at the end of the stream.
-    async fn next(&mut self) -> Result<Option<(Option<String>, Value)>, String> {
+    pub(crate) async fn next(&mut self) -> Result<Option<(Option<String>, Value)>, String> {
         loop {
             while let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();

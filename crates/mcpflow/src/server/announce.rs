@@ -135,6 +135,7 @@ impl Server {
         self.announce(Announcement {
             method: method::RESOURCE_UPDATED.to_owned(),
             uri: Some(uri.to_owned()),
+            task: None,
         })
         .await;
     }
@@ -144,6 +145,18 @@ impl Server {
     /// handshake-era connection and the listen streams that asked for it.
     pub(super) async fn deliver(&self, announcement: &Announcement) {
         let (notification, uri) = (announcement.method.as_str(), announcement.uri.as_deref());
+        if let Some(task) = &announcement.task {
+            let owner = match &task.owner {
+                Some(key) => super::tasks::TaskOwner::Principal(key.as_str().into()),
+                None => super::tasks::TaskOwner::Anyone,
+            };
+            let params = task.params.clone();
+            self.inner
+                .listeners
+                .announce_task(notification, &task.id, &owner, params)
+                .await;
+            return;
+        }
         self.inner.listeners.announce(notification, uri).await;
         for (peer, connection) in self.connections() {
             let Some(connection) = connection.upgrade() else {
@@ -174,6 +187,7 @@ impl Server {
         self.announce(Announcement {
             method: notification.to_owned(),
             uri: None,
+            task: None,
         })
         .await;
     }

@@ -571,10 +571,11 @@ const REQUIREMENTS: &[Requirement] = &[
     },
     Requirement {
         id: "S-fleet-tasks",
-        text: "with a shared task store, a task answers tasks/get on every instance once CreateTaskResult is out; tasks/update and tasks/cancel on any instance reach the one running it; a task whose instance is gone reads as failed",
+        text: "with a shared task store, a task answers tasks/get on every instance once CreateTaskResult is out; tasks/update and tasks/cancel on any instance reach the one running it; a task whose instance is gone reads as failed; with a bus, its notifications/tasks reach the listen streams of every instance once",
         tests: &[
             "fleet_tasks::a_task_made_on_one_instance_is_read_updated_and_cancelled_on_the_others",
             "fleet_tasks::a_task_whose_instance_was_killed_reads_as_failed",
+            "fleet_tasks::a_tasks_notifications_reach_listen_streams_on_every_instance_once",
         ],
     },
     Requirement {

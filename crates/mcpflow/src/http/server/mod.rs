@@ -34,6 +34,10 @@
 //! - **Stateless mode** ([`stateless`](HttpServer::stateless)) serves each POST on its
 //!   own short-lived session, for horizontal scaling; it has no GET stream, and a
 //!   server-to-client request cannot be answered there.
+//! - **Several instances** ([`session_store`](HttpServer::session_store)) share
+//!   handshake-era sessions, their resumable streams and the answers to server-to-client
+//!   requests, so that any instance behind a plain load balancer serves any request;
+//!   see [`fleet`].
 //!
 //! ```no_run
 //! use mcpflow::http::server::HttpServer;

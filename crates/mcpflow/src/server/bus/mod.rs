@@ -1,6 +1,7 @@
 //! What one server instance announces, carried to every instance behind the same
 //! endpoint: list changes and resource updates reach the `subscriptions/listen` streams
-//! (and handshake-era connections) held by any of them.
+//! (and handshake-era connections) held by any of them, and a 2026-07-28 task's changes
+//! the listen streams that asked for the task.
 //!
 //! Without a bus a server announces to its own connections only. With one
 //! ([`ServerBuilder::bus`]), an announcement is published on the bus and delivered to
@@ -25,8 +26,8 @@ mod redis;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisBus;
 
-/// One announcement: a `*/list_changed` notification, or `notifications/resources/updated`
-/// for one resource.
+/// One announcement: a `*/list_changed` notification, `notifications/resources/updated`
+/// for one resource, or `notifications/tasks` for one 2026-07-28 task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Announcement {
@@ -35,6 +36,33 @@ pub struct Announcement {
     /// The resource, for `notifications/resources/updated`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
+    /// The task, for `notifications/tasks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskNotice>,
+}
+
+/// A 2026-07-28 task's change, for the listen streams that asked for the task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TaskNotice {
+    /// The task.
+    pub id: String,
+    /// The owner key of the principal it belongs to; `None` for anyone with its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The notification's params: the task's full state.
+    pub params: serde_json::Value,
+}
+
+impl Announcement {
+    /// `method` for one task.
+    pub(crate) fn task(method: &str, task: TaskNotice) -> Announcement {
+        Announcement {
+            method: method.to_owned(),
+            uri: None,
+            task: Some(task),
+        }
+    }
 }
 
 /// What a bus does with an announcement it receives: deliver it to this instance's

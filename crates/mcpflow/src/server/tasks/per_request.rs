@@ -37,6 +37,7 @@ use serde_json::Value;
 use super::clock::now_iso8601;
 use super::store::{TaskEntry, TaskOwner};
 use crate::error::SessionError;
+use crate::server::bus::{Announcement, TaskNotice};
 use crate::server::fleet::TaskCommand;
 use crate::server::methods::required;
 use crate::server::per_request::mrtr::{self, Round};
@@ -174,17 +175,35 @@ async fn run_task(
 /// The task changed: its record in a fleet's store, then `notifications/tasks` with the
 /// full task to the listen streams that asked for it.
 pub(crate) async fn notify(server: &Server, entry: &TaskEntry) {
+    // The state of this change, taken before the store's round trip lets the task move on.
+    let params = serde_json::to_value(entry.detailed());
     if let Err(e) = super::shared::mirror(server, entry).await {
         tracing::warn!(task = %entry.id, error = %e.message, "the task's record in the shared store is behind");
     }
-    let task = entry.detailed();
-    if let Ok(params) = serde_json::to_value(&task) {
+    let Ok(params) = params else {
+        return;
+    };
+    // Through the bus, when there is one, to the listen streams of every instance.
+    let owner = match entry.owner() {
+        TaskOwner::Principal(key) => Some(key.to_string()),
+        TaskOwner::Anyone | TaskOwner::Connection(_) => None,
+    };
+    if server.inner.bus.is_some() && !matches!(entry.owner(), TaskOwner::Connection(_)) {
+        let notice = TaskNotice {
+            id: entry.id.clone(),
+            owner,
+            params,
+        };
         server
-            .inner
-            .listeners
-            .announce_task(TASKS_NOTIFICATION, &entry.id, entry.owner(), params)
+            .announce(Announcement::task(TASKS_NOTIFICATION, notice))
             .await;
+        return;
     }
+    server
+        .inner
+        .listeners
+        .announce_task(TASKS_NOTIFICATION, &entry.id, entry.owner(), params)
+        .await;
 }
 
 /// An input call of a handler running as a task: park the task `input_required` with
