@@ -576,3 +576,76 @@ async fn redis_holds_nothing_of_ended_or_idle_sessions_after_a_soak() {
         "used_memory {memory_before} -> {memory_after} bytes"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_session_cap_counts_every_instances_sessions() {
+    let redis = redis::RedisServer::start().await;
+    // An idle timeout of 8 s: the reaper runs every 2 s, and a session unused for 4 s
+    // is idle.
+    let nodes = three_nodes_with(
+        &redis,
+        &["--max-sessions", "4", "--session-idle-timeout", "8"],
+    );
+    let rr = RoundRobin::new(&nodes);
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let id = rr.initialize(json!({})).await.expect("a session");
+        ok(&rr
+            .call(&id, 1, "tools/list", json!({}))
+            .await
+            .expect("tools/list"))
+        .expect("a list");
+        sessions.push(id);
+    }
+    // Four sessions over three instances, all just used: the fifth is refused.
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "fleet-test", "version": "1"}
+    }});
+    let url = rr.next_url().to_owned();
+    let refused = rr.send(&url, None, &body).await.expect("answered");
+    assert_eq!(
+        refused.status(),
+        503,
+        "a fifth session while four are in use"
+    );
+    assert!(refused.headers().contains_key("retry-after"));
+    // Once they are idle, a new session takes the place of the least recently used.
+    let admitted = async {
+        loop {
+            match rr.initialize(json!({})).await {
+                Ok(id) => return id,
+                Err(e) if e.contains("503") || e.contains("without a session id") => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    };
+    let newest = tokio::time::timeout(LIMIT, admitted)
+        .await
+        .expect("a session is evicted within the limit");
+    ok(&rr
+        .call(&newest, 1, "tools/list", json!({}))
+        .await
+        .expect("tools/list"))
+    .expect("a list");
+    let url = rr.next_url().to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let oldest = rr
+        .send(&url, Some(&sessions[0]), &list)
+        .await
+        .expect("answered");
+    assert_eq!(
+        oldest.status(),
+        404,
+        "the least recently used session was evicted"
+    );
+    for id in &sessions[1..] {
+        ok(&rr
+            .call(id, 3, "tools/list", json!({}))
+            .await
+            .expect("tools/list"))
+        .expect("a list");
+    }
+}

@@ -565,6 +565,11 @@ const REQUIREMENTS: &[Requirement] = &[
         ],
     },
     Requirement {
+        id: "S-fleet-cap",
+        text: "max_sessions counts the sessions of every instance sharing the store: at the cap a new session is refused 503 with Retry-After while every session is in use, and takes the place of the least recently used once it is idle",
+        tests: &["fleet_sessions::the_session_cap_counts_every_instances_sessions"],
+    },
+    Requirement {
         id: "S-fleet-memory",
         text: "the store holds nothing of a session once it is deleted or idle past its timeout: its record and its streams' logs go with it",
         tests: &["fleet_sessions::redis_holds_nothing_of_ended_or_idle_sessions_after_a_soak"],

@@ -379,7 +379,7 @@ mod counting {
 
     use mcpflow::http::server::StreamKey;
     use mcpflow::http::server::fleet::{
-        Append, DeliverForwarded, Entries, Forwarded, SessionRecord, SessionStore, StoreError,
+        Append, DeliverForwarded, Entries, Forwarded, Room, SessionRecord, SessionStore, StoreError,
     };
     use mcpflow::session::BoxFuture;
 
@@ -433,6 +433,17 @@ mod counting {
             _: Vec<Append>,
             _: Duration,
         ) -> BoxFuture<'static, Result<(), StoreError>> {
+            self.refuse()
+        }
+        fn make_room(
+            &self,
+            _: usize,
+            _: Duration,
+            _: Duration,
+        ) -> BoxFuture<'static, Result<Room, StoreError>> {
+            self.refuse()
+        }
+        fn prune(&self, _: Duration) -> BoxFuture<'static, Result<(), StoreError>> {
             self.refuse()
         }
         fn read(

@@ -335,6 +335,9 @@ pub(crate) async fn post(
         }
         (session, false)
     } else if posted.initialize.is_some() {
+        if let Some(shared) = &state.config.sessions {
+            fleet::endpoint::make_room(shared, &state).await?;
+        }
         let id = new_session_id().map_err(|e| {
             tracing::error!(error = %e, "no session id: the OS random number generator failed");
             refuse(

@@ -207,6 +207,15 @@ impl AppState {
         Ok((session, true))
     }
 
+    /// How often the reaper runs: a quarter of the shortest idle timeout.
+    pub(super) fn reaper_every(&self) -> Duration {
+        let unused_idle = self
+            .config
+            .unused_idle_timeout
+            .min(self.config.idle_timeout);
+        (unused_idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60))
+    }
+
     /// End idle sessions now and then; started with the first session, inside the runtime.
     fn start_reaper(self: &Arc<Self>) {
         let mut reaper = lock(&self.reaper);
@@ -216,7 +225,7 @@ impl AppState {
         let state: Weak<AppState> = Arc::downgrade(self);
         let idle = self.config.idle_timeout;
         let unused_idle = self.config.unused_idle_timeout.min(idle);
-        let every = (unused_idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60));
+        let every = self.reaper_every();
         *reaper = Some(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             loop {
@@ -241,12 +250,16 @@ impl AppState {
 }
 
 impl AppState {
-    /// In a fleet: restart the idle timers of the sessions busy here (a long call, an
-    /// open stream), and end the copies of sessions ended elsewhere.
+    /// In a fleet: forget expired sessions from the fleet's count, restart the idle
+    /// timers of the sessions busy here (a long call, an open stream), and end the
+    /// copies of sessions ended elsewhere.
     async fn touch_busy(&self) {
         let Some(shared) = &self.config.sessions else {
             return;
         };
+        if let Err(e) = shared.prune(self.config.idle_timeout).await {
+            tracing::warn!(error = %e, "could not prune the fleet's count of sessions");
+        }
         let busy: Vec<String> = lock(&self.sessions)
             .iter()
             .filter(|(_, s)| !s.is_idle(Duration::ZERO))

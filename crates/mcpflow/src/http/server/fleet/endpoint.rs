@@ -12,7 +12,7 @@ use mcpflow_protocol::{ErrorCode, RequestId};
 use serde_json::value::RawValue;
 
 use super::{
-    DeliverForwarded, Forwarded, SessionRecord, SessionStore, StoreError, node_of_request,
+    DeliverForwarded, Forwarded, Room, SessionRecord, SessionStore, StoreError, node_of_request,
 };
 use crate::http::server::handlers::{Refusal, refuse};
 use crate::http::server::session::{HttpSession, ReplyMode};
@@ -161,6 +161,42 @@ fn start_copy(
         }
     });
     Ok(session)
+}
+
+/// Make room for a new session under the fleet's cap ([`HttpServer::max_sessions`]):
+/// 503 with `Retry-After` when every session is in use.
+///
+/// [`HttpServer::max_sessions`]: crate::http::server::HttpServer::max_sessions
+pub(in crate::http::server) async fn make_room(
+    shared: &Arc<dyn SessionStore>,
+    state: &AppState,
+) -> Result<(), Refusal> {
+    let config = &state.config;
+    // Busy sessions are touched every reaper tick: twice that unused is idle.
+    let idle_for = 2 * state.reaper_every();
+    match shared
+        .make_room(config.max_sessions, idle_for, config.idle_timeout)
+        .await
+        .map_err(|e| unavailable(&e))?
+    {
+        Room::Free => Ok(()),
+        Room::Evicted(id) => {
+            tracing::info!(session = %id, max_sessions = config.max_sessions, "evicted the fleet's least recently used session to make room");
+            state.evicted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            state.remove_session(&id);
+            Ok(())
+        }
+        _ => Err(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            None,
+            format!(
+                "the servers behind this endpoint already serve {} sessions (max_sessions), none of them idle; try again later",
+                config.max_sessions
+            ),
+        )
+        .retry_after(1)),
+    }
 }
 
 /// Write a new session's record before its `initialize` is answered, so that its next

@@ -18,6 +18,9 @@
 //! - **Server-to-client requests.** Their ids carry the instance's number too: the
 //!   client's answer, on whichever instance it lands, is forwarded to the instance
 //!   whose handler waits for it (the handler never moves).
+//! - **The cap.** [`max_sessions`](super::HttpServer::max_sessions) counts the fleet's
+//!   sessions: at the cap a new session ends the one used least recently, if it is idle,
+//!   and is refused with 503 otherwise.
 //! - **Trouble.** While the store cannot be reached, requests that need it are answered
 //!   503 with `Retry-After`; nothing falls back to memory.
 //!
@@ -103,6 +106,18 @@ pub struct Append {
     pub event: StoredEvent,
 }
 
+/// What [`SessionStore::make_room`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Room {
+    /// The fleet is under its cap.
+    Free,
+    /// This session, idle, was ended to make room.
+    Evicted(String),
+    /// Every session is in use: none was ended.
+    Full,
+}
+
 /// A client's message for the instance whose handler waits for it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Forwarded {
@@ -151,6 +166,21 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
 
     /// End a session everywhere: its record and its streams' logs.
     fn remove(&self, id: &str) -> BoxFuture<'static, Result<(), StoreError>>;
+
+    /// Make room for a new session under the fleet's cap of `max` sessions: when the
+    /// fleet holds `max`, end the one used least recently if it has not been used for
+    /// `idle_for` (busy sessions are touched more often than that). Sessions not used
+    /// for `horizon` (the idle timeout) have expired and do not count.
+    fn make_room(
+        &self,
+        max: usize,
+        idle_for: Duration,
+        horizon: Duration,
+    ) -> BoxFuture<'static, Result<Room, StoreError>>;
+
+    /// Forget, from the fleet's count, the sessions not used for `horizon` (their
+    /// records have expired); called now and then by every instance.
+    fn prune(&self, horizon: Duration) -> BoxFuture<'static, Result<(), StoreError>>;
 
     /// Append entries to streams' logs, in order, each log expiring `ttl` after its last
     /// entry (the session's idle timeout: a log outliving its session serves no one; a

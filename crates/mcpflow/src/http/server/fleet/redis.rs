@@ -9,7 +9,7 @@ use redis::{AsyncConnectionConfig, Pipeline};
 use tokio::task::JoinHandle;
 
 use super::{
-    Append, DeliverForwarded, Entries, Forwarded, SessionRecord, SessionStore, StoreError,
+    Append, DeliverForwarded, Entries, Forwarded, Room, SessionRecord, SessionStore, StoreError,
     StoredEvent,
 };
 use crate::http::server::StreamKey;
@@ -39,6 +39,7 @@ const MAX_NODE: i64 = (1 << 20) - 1;
 /// | `{p}:node:{n}` | string | instance `n` is alive | 5 s unless renewed (every 1.5 s) |
 /// | `{p}:session:{id}` | string | the session's record (JSON) | the session idle timeout, restarted on use |
 /// | `{p}:streams:{id}` | set | the session's stream numbers | with the streams |
+/// | `{p}:sessions` | sorted set | every session, by when it was last used (for the fleet's cap) | entries older than the idle timeout are pruned |
 /// | `{p}:stream:{id}:{n}` | stream | stream `n`'s events, entry `1-{seq}` for event `seq` | the session idle timeout or [`event_ttl`](Self::event_ttl), the shorter, after its last event |
 /// | `{p}:inbox:{n}` | list | messages forwarded to instance `n` | 60 s |
 /// | `{p}:task:{id}` | string | a 2026-07-28 task's record ([`SharedTaskStore`]) | with the task |
@@ -95,6 +96,13 @@ fn corrupt(detail: impl fmt::Display) -> StoreError {
     StoreError::Corrupt {
         detail: detail.to_string(),
     }
+}
+
+/// Now, in milliseconds since the Unix epoch: the score of a session's last use.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn millis(d: Duration) -> u64 {
@@ -184,6 +192,25 @@ impl RedisSessionStore {
 
     fn session_key(&self, id: &str) -> String {
         format!("{}:session:{id}", self.prefix)
+    }
+
+    /// The fleet's sessions, by when each was last used.
+    fn index_key(&self) -> String {
+        format!("{}:sessions", self.prefix)
+    }
+
+    /// A handle sharing this store's connection and keys, for a future that outlives
+    /// the borrow (it starts no tasks of its own).
+    fn clone_handle(&self) -> RedisSessionStore {
+        RedisSessionStore {
+            client: self.client.clone(),
+            conn: self.conn.clone(),
+            prefix: self.prefix.clone(),
+            node: self.node,
+            event_ttl: self.event_ttl,
+            max_events: self.max_events,
+            tasks: Mutex::new(Vec::new()),
+        }
     }
 
     fn streams_key(&self, id: &str) -> String {
@@ -329,7 +356,26 @@ impl SessionStore for RedisSessionStore {
         record: &SessionRecord,
         ttl: Duration,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        self.set_json(self.session_key(id), record, ttl)
+        let mut conn = self.conn.clone();
+        let (key, index, id) = (self.session_key(id), self.index_key(), id.to_owned());
+        let record = serde_json::to_vec(record);
+        Box::pin(async move {
+            Pipeline::new()
+                .cmd("SET")
+                .arg(key)
+                .arg(record.map_err(corrupt)?)
+                .arg("PX")
+                .arg(millis(ttl))
+                .ignore()
+                .cmd("ZADD")
+                .arg(index)
+                .arg(now_ms())
+                .arg(id)
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))
+        })
     }
 
     fn load(
@@ -358,10 +404,18 @@ impl SessionStore for RedisSessionStore {
         ttl: Duration,
     ) -> BoxFuture<'static, Result<Vec<bool>, StoreError>> {
         let mut pipe = Pipeline::new();
+        let now = now_ms();
         for id in ids {
             pipe.cmd("PEXPIRE")
                 .arg(self.session_key(id))
                 .arg(millis(ttl));
+            // Its place in the order of use; XX: an ended session does not come back.
+            pipe.cmd("ZADD")
+                .arg(self.index_key())
+                .arg("XX")
+                .arg(now)
+                .arg(id)
+                .ignore();
         }
         let mut conn = self.conn.clone();
         Box::pin(async move {
@@ -375,7 +429,14 @@ impl SessionStore for RedisSessionStore {
         let mut conn = self.conn.clone();
         let (session, streams) = (self.session_key(id), self.streams_key(id));
         let stream_prefix = format!("{}:stream:{id}:", self.prefix);
+        let (index, member) = (self.index_key(), id.to_owned());
         Box::pin(async move {
+            redis::cmd("ZREM")
+                .arg(index)
+                .arg(member)
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))?;
             let numbers: Vec<u64> = redis::cmd("SMEMBERS")
                 .arg(&streams)
                 .query_async(&mut conn)
@@ -387,6 +448,59 @@ impl SessionStore for RedisSessionStore {
                 del.arg(format!("{stream_prefix}{n}"));
             }
             del.query_async::<()>(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))
+        })
+    }
+
+    fn make_room(
+        &self,
+        max: usize,
+        idle_for: Duration,
+        horizon: Duration,
+    ) -> BoxFuture<'static, Result<Room, StoreError>> {
+        let mut conn = self.conn.clone();
+        let index = self.index_key();
+        let this = self.clone_handle();
+        Box::pin(async move {
+            let now = now_ms();
+            let (count, oldest): (usize, Vec<(String, u64)>) = Pipeline::new()
+                .cmd("ZREMRANGEBYSCORE")
+                .arg(&index)
+                .arg("-inf")
+                .arg(format!("({}", now.saturating_sub(millis(horizon))))
+                .ignore()
+                .cmd("ZCARD")
+                .arg(&index)
+                .cmd("ZRANGE")
+                .arg(&index)
+                .arg(0)
+                .arg(0)
+                .arg("WITHSCORES")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))?;
+            if count < max {
+                return Ok(Room::Free);
+            }
+            match oldest.into_iter().next() {
+                Some((id, used)) if used < now.saturating_sub(millis(idle_for)) => {
+                    this.remove(&id).await?;
+                    Ok(Room::Evicted(id))
+                }
+                _ => Ok(Room::Full),
+            }
+        })
+    }
+
+    fn prune(&self, horizon: Duration) -> BoxFuture<'static, Result<(), StoreError>> {
+        let (mut conn, index) = (self.conn.clone(), self.index_key());
+        Box::pin(async move {
+            redis::cmd("ZREMRANGEBYSCORE")
+                .arg(index)
+                .arg("-inf")
+                .arg(format!("({}", now_ms().saturating_sub(millis(horizon))))
+                .query_async::<()>(&mut conn)
                 .await
                 .map_err(|e| unavailable(&e))
         })
