@@ -42,7 +42,7 @@ const MAX_NODE: i64 = (1 << 20) - 1;
 /// | `{p}:sessions` | sorted set | every session, by when it was last used (for the fleet's cap) | entries older than the idle timeout are pruned |
 /// | `{p}:stream:{id}:{n}` | stream | stream `n`'s events, entry `1-{seq}` for event `seq` | the session idle timeout or [`event_ttl`](Self::event_ttl), the shorter, after its last event |
 /// | `{p}:inbox:{n}` | list | messages forwarded to instance `n` | 60 s |
-/// | `{p}:task:{id}` | string | a 2026-07-28 task's record ([`SharedTaskStore`]) | with the task |
+/// | `{p}:task:{id}` | string | a 2026-07-28 task's record ([`SharedTaskStore`](crate::server::fleet::SharedTaskStore)) | with the task |
 /// | `{p}:tasks:{n}` | list | task commands for instance `n` | 60 s |
 /// | `{p}:used:{token}` | string | a consumed single-use `requestState` ([`ConsumedStates`](crate::server::fleet::ConsumedStates)) | an hour, as the state |
 ///
