@@ -145,10 +145,15 @@ fn start_copy(
                 return None;
             };
             done.await.ok()?;
-            let initialized =
-                Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+            let initialized = mcpflow_protocol::Message::notification(
+                mcpflow_protocol::methods::method::INITIALIZED,
+                None,
+            )
+            .to_json_string();
             sender
-                .send(InboundFrame::Read(ReadFrame::read(initialized)))
+                .send(InboundFrame::Read(ReadFrame::read(Bytes::from(
+                    initialized,
+                ))))
                 .await
                 .ok()
         };

@@ -273,6 +273,30 @@ impl RedisSessionStore {
         })
     }
 
+    /// The JSON value under `key` (read by `GETEX ... PX ttl`, restarting its timer, when
+    /// `ttl` is given); `None` when absent.
+    fn get_json<T: serde::de::DeserializeOwned + 'static>(
+        &self,
+        key: String,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'static, Result<Option<T>, StoreError>> {
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            let mut command = redis::cmd(if ttl.is_some() { "GETEX" } else { "GET" });
+            command.arg(key);
+            if let Some(ttl) = ttl {
+                command.arg("PX").arg(millis(ttl));
+            }
+            let value: Option<Vec<u8>> = command
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))?;
+            value
+                .map(|v| serde_json::from_slice(&v).map_err(corrupt))
+                .transpose()
+        })
+    }
+
     /// Push `value` as JSON onto the list `key`, which expires unless taken.
     fn push_json<T: serde::Serialize>(
         &self,
@@ -383,19 +407,7 @@ impl SessionStore for RedisSessionStore {
         id: &str,
         ttl: Duration,
     ) -> BoxFuture<'static, Result<Option<SessionRecord>, StoreError>> {
-        let (mut conn, key) = (self.conn.clone(), self.session_key(id));
-        Box::pin(async move {
-            let record: Option<Vec<u8>> = redis::cmd("GETEX")
-                .arg(key)
-                .arg("PX")
-                .arg(millis(ttl))
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| unavailable(&e))?;
-            record
-                .map(|r| serde_json::from_slice(&r).map_err(corrupt))
-                .transpose()
-        })
+        self.get_json(self.session_key(id), Some(ttl))
     }
 
     fn touch(

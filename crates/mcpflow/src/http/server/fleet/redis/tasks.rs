@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{RedisSessionStore, corrupt, unavailable};
+use super::{RedisSessionStore, unavailable};
 use crate::http::server::fleet::SessionStore;
 use crate::server::fleet::{
     ConsumedStates, DeliverTaskCommand, SharedTaskStore, StoreError, TaskCommand, TaskRecord,
@@ -26,17 +26,7 @@ impl SharedTaskStore for RedisSessionStore {
     }
 
     fn get_task(&self, id: &str) -> BoxFuture<'static, Result<Option<TaskRecord>, StoreError>> {
-        let (mut conn, key) = (self.conn.clone(), self.task_key(id));
-        Box::pin(async move {
-            let record: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(key)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| unavailable(&e))?;
-            record
-                .map(|r| serde_json::from_slice(&r).map_err(corrupt))
-                .transpose()
-        })
+        self.get_json(self.task_key(id), None)
     }
 
     fn node_alive(&self, node: u32) -> BoxFuture<'static, Result<bool, StoreError>> {
