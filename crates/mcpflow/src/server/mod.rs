@@ -34,6 +34,8 @@ mod methods;
 mod per_request;
 mod principal;
 mod registry;
+mod running;
+pub use running::RunningServer;
 mod tasks;
 mod typed;
 
@@ -592,36 +594,5 @@ impl Server {
             .registry
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// One served connection. Dropping it aborts the connection; prefer
-/// [`RunningServer::close`] or [`RunningServer::wait`].
-#[derive(Debug)]
-pub struct RunningServer {
-    session: Session,
-    connection: Arc<Connection>,
-}
-
-impl RunningServer {
-    /// The connection to the client.
-    pub fn peer(&self) -> &Peer {
-        self.session.peer()
-    }
-
-    /// Whether the client finished the handshake (`notifications/initialized`).
-    pub fn is_initialized(&self) -> bool {
-        self.connection.initialized.load(Ordering::Acquire)
-    }
-
-    /// Wait for the client to end the connection, then close in order (in-flight
-    /// handlers get the close grace to finish).
-    pub async fn wait(self) {
-        self.session.run_to_end().await;
-    }
-
-    /// Close now, in order.
-    pub async fn close(self) {
-        self.session.close().await;
     }
 }

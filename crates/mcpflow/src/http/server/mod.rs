@@ -91,6 +91,8 @@ mod handlers;
 mod listener;
 mod posted;
 mod routes;
+mod running;
+pub use running::{HttpServerStats, RunningHttpServer};
 mod session;
 mod sessionless;
 mod table;
@@ -485,110 +487,6 @@ impl HttpServer {
             state,
         })
     }
-}
-
-/// A server listening on a socket, from [`HttpServer::bind`]. Dropping it stops the
-/// server as [`shutdown`](Self::shutdown) does, without waiting.
-pub struct RunningHttpServer {
-    local_addr: SocketAddr,
-    endpoint: String,
-    stop: CancellationToken,
-    task: Option<JoinHandle<()>>,
-    state: Arc<AppState>,
-}
-
-impl Drop for RunningHttpServer {
-    fn drop(&mut self) {
-        if !self.stop.is_cancelled() {
-            self.state.end_all_sessions();
-            self.stop.cancel();
-        }
-    }
-}
-
-impl fmt::Debug for RunningHttpServer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunningHttpServer")
-            .field("local_addr", &self.local_addr)
-            .field("endpoint", &self.endpoint)
-            .finish_non_exhaustive()
-    }
-}
-
-impl RunningHttpServer {
-    /// The address it listens on (with the port chosen when binding port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// The endpoint's URL, e.g. `http://127.0.0.1:3000/mcp`.
-    pub fn url(&self) -> String {
-        format!("http://{}{}", self.local_addr, self.endpoint)
-    }
-
-    /// Serve until the process ends (the server does not stop on its own).
-    pub async fn wait(mut self) {
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-    }
-
-    /// The number of live sessions.
-    pub fn session_count(&self) -> usize {
-        lock(&self.state.sessions).len()
-    }
-
-    /// What the server holds now, and how many sessions it ended on its own.
-    pub fn stats(&self) -> HttpServerStats {
-        HttpServerStats {
-            sessions: self.session_count(),
-            connections: self.state.connections.load(Ordering::Relaxed),
-            evicted_sessions: self.state.evicted.load(Ordering::Relaxed),
-            expired_sessions: self.state.expired.load(Ordering::Relaxed),
-            buffered_body_bytes: self.state.body_budget.in_use(),
-            queued_event_bytes: self.state.queue_budget.queued(),
-            sessionless_exchanges: self.state.exchanges.get(),
-        }
-    }
-
-    /// Stop accepting connections and end every session (open event streams end, and
-    /// in-flight handlers get the close grace); connections still open after 5 seconds
-    /// are cut.
-    pub async fn shutdown(mut self) {
-        self.state.end_all_sessions();
-        self.stop.cancel();
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(Duration::from_secs(5), &mut task)
-                .await
-                .is_err()
-        {
-            task.abort();
-            // Awaited so the listening socket is closed when this returns.
-            let _ = task.await;
-        }
-    }
-}
-
-/// A snapshot of a running server, from [`RunningHttpServer::stats`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HttpServerStats {
-    /// Live sessions.
-    pub sessions: usize,
-    /// Open connections.
-    pub connections: usize,
-    /// Idle sessions ended to make room for new ones (`max_sessions`), since the start.
-    pub evicted_sessions: u64,
-    /// Sessions ended by their idle timeout, since the start.
-    pub expired_sessions: u64,
-    /// Bytes of request bodies being read now.
-    pub buffered_body_bytes: usize,
-    /// Bytes of events queued for clients now.
-    pub queued_event_bytes: usize,
-    /// 2026-07-28 requests without a session still being served (each runs on an
-    /// engine of its own that ends with its answer, or with its stream for
-    /// `subscriptions/listen`).
-    pub sessionless_exchanges: usize,
 }
 
 /// The connection cap when none is set: seven eighths of the open-file limit (the rest
