@@ -85,6 +85,7 @@
 //! | `oauth-jwt` | off | the OAuth client's `private_key_jwt` authentication and DPoP-bound tokens (ES256, ring) |
 //! | `jwt` | off | `http::server::auth::JwtVerifier`: JWT access tokens checked against a JWKS (jsonwebtoken) |
 //! | `redis` | off | `server::bus::RedisBus`: list changes and resource updates carried to every instance of a fleet over Redis pub/sub |
+//! | `otel` | off | [`telemetry`]: OpenTelemetry spans by the semantic conventions for MCP, W3C trace context in each request's `_meta`, and the duration metrics |
 //! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
 
 #[cfg(feature = "http-client")]
@@ -97,6 +98,7 @@ pub mod host;
 pub mod http;
 pub mod server;
 pub mod session;
+pub mod telemetry;
 pub mod transport;
 
 pub use client::Client;

@@ -54,7 +54,7 @@ impl EraAdapter {
         options: RequestOptions,
     ) -> RequestOptions {
         match self {
-            EraAdapter::Handshake => options,
+            EraAdapter::Handshake => options.subject(mirrored.name),
             EraAdapter::PerRequest(era) => era.mirror(handle, mirrored, options),
         }
     }

@@ -374,6 +374,11 @@ impl ClientBuilder {
             shared: shared.clone(),
         });
         let session = Session::start(transport, service, self.config);
+        let _ = session
+            .peer()
+            .facts()
+            .side
+            .set(crate::telemetry::Side::Client);
         let handle = ClientHandle {
             peer: session.peer().clone(),
             shared,
@@ -474,6 +479,7 @@ impl ClientBuilder {
         handle
             .peer
             .set_accept_batches(init.protocol_version.supports_batches());
+        handle.peer.note_version(init.protocol_version.as_str());
         let _ = handle.shared.server.set(init);
         let _ = handle.shared.era.set(EraAdapter::Handshake);
         if let Err(e) = handle

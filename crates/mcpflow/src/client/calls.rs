@@ -130,7 +130,8 @@ impl ClientHandle {
         let raw = to_raw(method::TOOLS_CALL, params)?;
         let options = self
             .era()
-            .mirror(self, methods::CallTool::mirrored(params), options);
+            .mirror(self, methods::CallTool::mirrored(params), options)
+            .subject(Some(&params.name));
         self.peer
             .send_request(method::TOOLS_CALL, Some(raw), options.with_progress_token())
             .await

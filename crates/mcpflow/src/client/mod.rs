@@ -180,11 +180,17 @@ impl ClientHandle {
         options: RequestOptions,
     ) -> Result<M::Result, SessionError> {
         let options = self.era().mirror(self, M::mirrored(params), options);
-        let answer = self.peer.request(M::METHOD, params, options).await;
-        if let Err(error) = &answer {
-            self.show_url_elicitations(error).await;
+        let answer = self.peer.request_operated(M::METHOD, params, options).await;
+        match answer {
+            Ok((result, operation)) => {
+                note_tool_error(&result, &operation);
+                Ok(result)
+            }
+            Err(error) => {
+                self.show_url_elicitations(&error).await;
+                Err(error)
+            }
         }
-        answer
     }
 
     /// Hand the URL elicitations of a `-32042` error to the elicitation callback, when
@@ -476,4 +482,13 @@ fn unreachable_server_info() -> &'static InitializeResult {
             Implementation::new("unknown", "0"),
         )
     })
+}
+
+/// Record a tool result's `isError` on its request's span.
+fn note_tool_error(result: &dyn std::any::Any, operation: &crate::telemetry::Operation) {
+    if let Some(call) = result.downcast_ref::<mcpflow_protocol::CallToolResult>()
+        && call.is_error()
+    {
+        operation.tool_error();
+    }
 }

@@ -52,7 +52,7 @@ pub(super) async fn request_with_input<P, R>(
 ) -> Result<R, SessionError>
 where
     P: Resumable,
-    R: DeserializeOwned,
+    R: DeserializeOwned + 'static,
 {
     let codec = |detail: String| SessionError::Codec {
         method: method.into(),
@@ -62,10 +62,16 @@ where
     let limit = handle.shared.max_input_rounds;
     let mut rounds = 0usize;
     loop {
-        let answer: Result<MaybeInputRequired<R>, SessionError> =
-            handle.peer.request(method, &params, options.clone()).await;
+        let answer: Result<(MaybeInputRequired<R>, _), SessionError> = handle
+            .peer
+            .request_operated(method, &params, options.clone())
+            .await;
         let answer = match answer {
-            Ok(answer) => answer,
+            Ok((MaybeInputRequired::Complete(result), operation)) => {
+                super::note_tool_error(&result, &operation);
+                return Ok(result);
+            }
+            Ok((answer, _)) => answer,
             Err(error) => {
                 // A -32042 error's URLs are shown as in the handshake era.
                 handle.show_url_elicitations(&error).await;

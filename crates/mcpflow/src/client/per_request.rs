@@ -66,6 +66,7 @@ pub(super) async fn speak(
         listen: listen.clone(),
         listen_task: Mutex::new(None),
     };
+    handle.peer.note_version(era.identity.version.as_str());
     // Set before the stream opens: its acknowledgements are noted through it.
     let _ = handle.shared.era.set(EraAdapter::PerRequest(Box::new(era)));
     let task = listen::start(
@@ -109,6 +110,7 @@ impl PerRequest {
         let Some(name) = mirrored.name else {
             return options;
         };
+        let options = options.subject(Some(name));
         let params = mirrored.arguments.map_or_else(Vec::new, |arguments| {
             handle.shared.tool_headers.param_headers(name, arguments)
         });

@@ -341,6 +341,7 @@ impl ToolHost {
             on_progress: options.on_progress.clone(),
         };
         let stop = inner.calls_stop.clone();
+        let span = crate::telemetry::host_call(name, entry.server());
         let run = async {
             match attempt.send().await {
                 Err(HostError::ServerUnavailable { .. })
@@ -352,12 +353,24 @@ impl ToolHost {
                 other => other,
             }
         };
-        tokio::select! {
-            biased;
-            () = stop.cancelled() => Err(cancelled(name, "the tool host is closing")),
-            () = cancel.cancelled() => Err(cancelled(name, "cancelled by the caller")),
-            result = run => result,
+        let result = tracing::Instrument::instrument(
+            async {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => Err(cancelled(name, "the tool host is closing")),
+                    () = cancel.cancelled() => Err(cancelled(name, "cancelled by the caller")),
+                    result = run => result,
+                }
+            },
+            span.clone(),
+        )
+        .await;
+        match &result {
+            Ok(call) if call.is_error() => crate::telemetry::host_call_failed(&span, "tool_error"),
+            Ok(_) => {}
+            Err(error) => crate::telemetry::host_call_failed(&span, error.error_type()),
         }
+        result
     }
 }
 

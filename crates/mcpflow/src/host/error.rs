@@ -146,6 +146,22 @@ fn retry_text(retry_in: Option<Duration>) -> String {
 }
 
 impl HostError {
+    /// The `error.type` of the call's span: a low-cardinality name of the variant.
+    pub(crate) fn error_type(&self) -> &'static str {
+        match self {
+            HostError::ToolFailed { .. } => "tool_error",
+            HostError::Timeout { .. } => "timeout",
+            HostError::Cancelled { .. } => "cancelled",
+            HostError::ServerUnavailable { .. } => "server_unavailable",
+            HostError::ToolNotFound { .. } => "tool_not_found",
+            HostError::Ambiguous { .. } => "ambiguous",
+            HostError::InvalidArguments { .. } => "invalid_arguments",
+            HostError::Denied { .. } => "denied",
+            HostError::Protocol { .. } => "protocol",
+            HostError::Closed => "closed",
+        }
+    }
+
     /// The text to give a model as the failed call's result: what happened, in the
     /// server's words, and what the model can do about it.
     pub fn to_model_text(&self) -> String {

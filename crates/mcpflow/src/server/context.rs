@@ -46,14 +46,21 @@ impl ServerContext {
         era: Era,
         method: &'static Method,
     ) -> Self {
-        ServerContext {
+        let cx = ServerContext {
             request: Arc::new(request),
             connection,
             era,
             method,
             input_key: None,
             task: None,
+        };
+        let operation = cx.request.operation();
+        if operation.is_recorded()
+            && let Some(version) = cx.protocol_version()
+        {
+            operation.set_version(version.as_str());
         }
+        cx
     }
 
     /// The context a tool running as `task` gets: the task's cancellation, and requests

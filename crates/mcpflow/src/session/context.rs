@@ -31,6 +31,8 @@ pub struct RequestContext {
     meta: OnceLock<Option<JsonObject>>,
     cancel: std::sync::Arc<RequestCancel>,
     peer: Peer,
+    /// The request's server span and its recorded outcome.
+    operation: crate::telemetry::Operation,
 }
 
 impl RequestContext {
@@ -54,7 +56,31 @@ impl RequestContext {
             meta: OnceLock::new(),
             cancel,
             peer,
+            operation: crate::telemetry::Operation::default(),
         }
+    }
+
+    /// The request's server span and its recorded outcome.
+    pub(crate) fn operation(&self) -> &crate::telemetry::Operation {
+        &self.operation
+    }
+
+    /// Open the request's server span, named `method`, continuing the trace its
+    /// `_meta` carries.
+    pub(crate) fn open_operation(&mut self, method: std::borrow::Cow<'static, str>) {
+        use crate::telemetry::{Operation, Side};
+        let head = self.head();
+        let subject = head.name.get().or(head.uri.get()).map(String::as_str);
+        let operation = Operation::start(Side::Server, method, subject, self.peer.facts());
+        operation.set_id(&self.id);
+        if let Some(meta) = head.meta() {
+            let text = |t: &Option<JsonText>| t.as_ref().and_then(|t| t.decode::<String>().ok());
+            operation.continue_trace(
+                text(&meta.traceparent).as_deref(),
+                text(&meta.tracestate).as_deref(),
+            );
+        }
+        self.operation = operation;
     }
 
     /// A context for work that outlives this request (a task): the same id, params and
@@ -68,6 +94,7 @@ impl RequestContext {
             meta: self.meta.clone(),
             cancel,
             peer: self.peer.unrelated(),
+            operation: self.operation.clone(),
         }
     }
 

@@ -144,6 +144,10 @@ pub(crate) struct MetaHead {
     pub(crate) client_info: Option<JsonText>,
     /// `io.modelcontextprotocol/logLevel`, any JSON.
     pub(crate) log_level: Option<JsonText>,
+    /// `traceparent` (W3C trace context), any JSON.
+    pub(crate) traceparent: Option<JsonText>,
+    /// `tracestate`, any JSON.
+    pub(crate) tracestate: Option<JsonText>,
     /// A member above was given twice.
     pub(crate) duplicate: bool,
 }
@@ -289,6 +293,8 @@ impl<'de> Visitor<'de> for MetaSeed<'_> {
                 CLIENT_CAPABILITIES_KEY => &mut meta.client_capabilities,
                 CLIENT_INFO_KEY => &mut meta.client_info,
                 LOG_LEVEL_KEY => &mut meta.log_level,
+                "traceparent" => &mut meta.traceparent,
+                "tracestate" => &mut meta.tracestate,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     continue;

@@ -461,11 +461,14 @@ async fn serve(new: NewRequest) {
         ..
     } = request;
     let method = super::method_name(&name);
-    let span = tracing::debug_span!("mcp.request", method = %name, id = %id);
-    let cx = RequestContext::new(id.clone(), params, head.into_inner(), token.clone(), peer);
+    let mut cx = RequestContext::new(id.clone(), params, head.into_inner(), token.clone(), peer);
+    if crate::telemetry::enabled() {
+        cx.open_operation(method.clone());
+    }
+    let operation = cx.operation().clone();
     let handler = catch_unwind(tracing::Instrument::instrument(
         service.handle_request(&name, cx),
-        span,
+        operation.span(),
     ));
     tokio::pin!(handler);
     let handled = tokio::select! {
@@ -496,15 +499,20 @@ async fn serve(new: NewRequest) {
     // Cancelled by the peer or by close, even if the handler then returned: a
     // cancelled request is not answered.
     let Some(handled) = handled.filter(|_| !token.is_cancelled()) else {
+        operation.failed("cancelled", "cancelled before its answer");
         return inbound.conclude(None, false, batch).await;
     };
     let meta = FrameMeta::response(id.clone());
     let frame = match handled {
         Ok(Ok(reply)) => reply.into_frame(id, meta),
-        Ok(Err(error)) => error_frame(Some(id), error, meta),
+        Ok(Err(error)) => {
+            operation.rejected(error.code, &error.message);
+            error_frame(Some(id), error, meta)
+        }
         Err(()) => {
             tracing::error!(%method, %id, "request handler panicked");
             let error = ErrorObject::internal(format!("the handler for `{method}` panicked"));
+            operation.rejected(error.code, &error.message);
             error_frame(Some(id), error, meta)
         }
     };

@@ -154,7 +154,20 @@ impl NotificationLane {
             match next {
                 Some((seq, notification)) => {
                     let method = notification.method.clone();
-                    let handler = service.handle_notification(notification, peer.clone());
+                    let operation = if crate::telemetry::enabled() {
+                        crate::telemetry::Operation::start(
+                            crate::telemetry::Side::Server,
+                            super::method_name(&method),
+                            None,
+                            peer.facts(),
+                        )
+                    } else {
+                        crate::telemetry::Operation::default()
+                    };
+                    let handler = tracing::Instrument::instrument(
+                        service.handle_notification(notification, peer.clone()),
+                        operation.span(),
+                    );
                     let handled = ON_LANE.scope((), catch_unwind(handler)).await;
                     if handled.is_err() {
                         tracing::error!(%method, "notification handler panicked");

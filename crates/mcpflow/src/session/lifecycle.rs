@@ -55,6 +55,7 @@ impl Session {
         service: Arc<dyn Service>,
         config: SessionConfig,
     ) -> Session {
+        let facts = crate::telemetry::ConnectionFacts::new(transport.carrier());
         let (reader, writer) = transport.split();
         let transport_close = writer.close_time();
         let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
@@ -90,6 +91,7 @@ impl Session {
             inbound,
             lane: lane.clone(),
             reader_stop: Stop::default(),
+            facts,
         });
         let peer = Peer {
             shared: shared.clone(),

@@ -150,13 +150,22 @@ pub(crate) struct Shared {
     inbound: Arc<Inbound>,
     lane: Arc<NotificationLane>,
     reader_stop: Stop,
+    /// What telemetry reports of this connection.
+    facts: crate::telemetry::ConnectionFacts,
 }
 
 impl Shared {
     /// The connection has ended: record why (first cause wins), fail every pending
     /// request, stop the reader, and let the lane drain.
     pub(crate) fn shutdown(&self, reason: CloseReason) {
-        let _ = self.reason.set(reason);
+        if self.reason.set(reason).is_ok() {
+            let error = match self.reason.get() {
+                Some(CloseReason::Transport(_)) => Some("transport"),
+                Some(CloseReason::EngineStopped(_)) => Some("_OTHER"),
+                _ => None,
+            };
+            crate::telemetry::session_ended(&self.facts, error);
+        }
         let reason = self
             .reason
             .get()

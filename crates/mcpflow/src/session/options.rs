@@ -51,6 +51,9 @@ pub struct RequestOptions {
     /// What the request's HTTP headers mirror (2026-07-28), when the caller knows more
     /// than the envelope says.
     pub(crate) mirrored: Option<Arc<crate::transport::Mirrored>>,
+    /// What the request names (a tool, a prompt, a resource), for its span; set only
+    /// while telemetry records.
+    pub(crate) subject: Option<String>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -123,6 +126,16 @@ impl RequestOptions {
     /// envelope's.
     pub(crate) fn mirrored(mut self, mirrored: Arc<crate::transport::Mirrored>) -> Self {
         self.mirrored = Some(mirrored);
+        self
+    }
+
+    /// Name the tool, prompt or resource the request is about, for its span.
+    pub(crate) fn subject(mut self, name: Option<&str>) -> Self {
+        if let Some(name) = name
+            && crate::telemetry::enabled()
+        {
+            self.subject = Some(name.to_owned());
+        }
         self
     }
 }

@@ -22,6 +22,7 @@ use super::writer::{Direct, Outbound, Signal};
 use super::{RequestEnvelope, Shared};
 use crate::config::SessionConfig;
 use crate::error::{CloseReason, SessionError};
+use crate::telemetry::{self, ConnectionFacts, Operation, Side};
 use crate::transport::{FrameKind, FrameMeta};
 
 /// A handle for sending to the peer: requests, notifications. Cheap to clone.
@@ -76,17 +77,39 @@ impl Peer {
         P: Serialize + ?Sized,
         R: DeserializeOwned,
     {
+        self.request_operated(method, params, options)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// As [`request`](Self::request), with the request's telemetry operation, for a
+    /// caller that records more of the outcome (a tool result's `isError`).
+    pub(crate) async fn request_operated<P, R>(
+        &self,
+        method: &str,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<(R, Operation), SessionError>
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
         let pending = self
             .start_request(method, options, |id, options| {
                 request_frame(method, params, options, id)
             })
             .await?;
+        let operation = pending.operation.clone();
         let result = pending.result_text().await?;
         // Decoded straight from the frame the response came in.
-        serde_json::from_slice(&result).map_err(|e| SessionError::Codec {
-            method: method.into(),
-            detail: format!("unexpected result shape: {e}"),
-        })
+        let result = serde_json::from_slice(&result).map_err(|e| {
+            operation.failed("unreadable", "unexpected result shape");
+            SessionError::Codec {
+                method: method.into(),
+                detail: format!("unexpected result shape: {e}"),
+            }
+        })?;
+        Ok((result, operation))
     }
 
     /// Send a request with raw params and wait for its raw result.
@@ -132,7 +155,7 @@ impl Peer {
         options: RequestOptions,
         frame: impl FnOnce(i64, &RequestOptions) -> Result<(Vec<u8>, Option<String>), SessionError>,
     ) -> Result<PendingRequest, SessionError> {
-        let options = self.with_request_meta(options);
+        let mut options = self.with_request_meta(options);
         let config = &self.shared.config;
         let now = Instant::now();
         let deadline = Deadline {
@@ -143,6 +166,7 @@ impl Peer {
             reset_on_progress: options.reset_on_progress.unwrap_or(true),
         };
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let operation = self.operation(method, id, &mut options);
         let (bytes, alias) = frame(id, &options)?;
         let (events, sequential) =
             self.shared
@@ -162,6 +186,7 @@ impl Peer {
             // Nothing to cancel until the request is queued.
             cancellable: false,
             related: self.related.clone(),
+            operation,
         };
         let meta = FrameMeta::request(
             RequestId::number(id),
@@ -224,6 +249,12 @@ impl Peer {
         method: &str,
         params: Option<&P>,
     ) -> Result<(), SessionError> {
+        // Open and closed around the queueing: a notification has no answer to wait for.
+        let _operation = if telemetry::enabled() {
+            Operation::start(Side::Client, method_name(method), None, &self.shared.facts)
+        } else {
+            Operation::default()
+        };
         // Serialized straight into the frame: notifications (progress above all) are
         // the most frequent message a handler sends.
         let meta = if method == PROGRESS {
@@ -340,6 +371,38 @@ impl Peer {
         options
     }
 
+    /// The client span of request `id`, its trace context put into the request's
+    /// `_meta` (a caller's own `traceparent` wins).
+    fn operation(&self, method: &str, id: i64, options: &mut RequestOptions) -> Operation {
+        if !telemetry::enabled() {
+            return Operation::default();
+        }
+        let operation = Operation::start(
+            Side::Client,
+            method_name(method),
+            options.subject.as_deref(),
+            &self.shared.facts,
+        );
+        operation.set_id(&RequestId::number(id));
+        if let Some(context) = operation.trace_context() {
+            let meta = options.meta.get_or_insert_with(serde_json::Map::new);
+            if !meta.contains_key("traceparent") {
+                meta.extend(context);
+            }
+        }
+        operation
+    }
+
+    /// What telemetry reports of this connection.
+    pub(crate) fn facts(&self) -> &ConnectionFacts {
+        &self.shared.facts
+    }
+
+    /// The protocol version this connection negotiated, for telemetry.
+    pub(crate) fn note_version(&self, version: &str) {
+        let _ = self.shared.facts.version.set(version.to_owned());
+    }
+
     /// The session's configuration.
     pub fn config(&self) -> &SessionConfig {
         &self.shared.config
@@ -375,6 +438,7 @@ pub struct PendingRequest {
     finished: bool,
     cancellable: bool,
     related: Option<RequestId>,
+    operation: Operation,
 }
 
 impl fmt::Debug for PendingRequest {
@@ -451,6 +515,9 @@ impl PendingRequest {
                     None => tracing::debug!("ignored malformed progress"),
                 },
                 PendingEvent::Outcome(outcome) => {
+                    if let Err(failure) = &outcome {
+                        self.record(failure);
+                    }
                     // A timeout is also told to the peer (`notifications/cancelled`).
                     if matches!(outcome, Err(Failure::Expired(_))) {
                         self.abandon("timed out");
@@ -483,6 +550,18 @@ impl PendingRequest {
         }
     }
 
+    /// Record on the request's span how it failed.
+    fn record(&self, failure: &Failure) {
+        let operation = &self.operation;
+        match failure {
+            Failure::Rejected(error) => operation.rejected(error.code, &error.message),
+            Failure::Closed(reason) => operation.failed("closed", &reason.to_string()),
+            Failure::Transport(error) => operation.failed("transport", &error.to_string()),
+            Failure::Unreadable(reason) => operation.failed("unreadable", reason),
+            Failure::Expired(_) => operation.failed("timeout", "no answer in time"),
+        }
+    }
+
     /// Stop waiting and tell the peer (`notifications/cancelled` with `reason`).
     pub fn cancel(mut self, reason: &str) {
         self.abandon(reason);
@@ -492,6 +571,7 @@ impl PendingRequest {
         if self.finished {
             return;
         }
+        self.operation.failed("cancelled", reason);
         self.finished = true;
         self.shared.pending.remove(self.id);
         if self.cancellable && !self.shared.ended.is_cancelled() {

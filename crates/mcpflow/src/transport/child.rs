@@ -197,6 +197,10 @@ impl Transport for ChildProcess {
     type Reader = ChildReader;
     type Writer = ChildWriter;
 
+    fn carrier(&self) -> crate::transport::Carrier {
+        crate::transport::Carrier::Pipe
+    }
+
     fn split(self) -> (ChildReader, ChildWriter) {
         (
             ChildReader {

@@ -48,6 +48,10 @@ impl Transport for MemoryTransport {
     type Reader = MemoryReader;
     type Writer = MemoryWriter;
 
+    fn carrier(&self) -> crate::transport::Carrier {
+        crate::transport::Carrier::InProcess
+    }
+
     fn split(self) -> (MemoryReader, MemoryWriter) {
         (
             MemoryReader {

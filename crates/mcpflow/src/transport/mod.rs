@@ -463,4 +463,53 @@ pub trait Transport: Send + 'static {
     type Writer: FrameWriter;
     /// Split into the halves the session's reader and writer own.
     fn split(self) -> (Self::Reader, Self::Writer);
+
+    /// What carries the messages, as telemetry reports it (default:
+    /// [`Carrier::Unspecified`]).
+    fn carrier(&self) -> Carrier {
+        Carrier::Unspecified
+    }
+}
+
+/// What a [`Transport`] carries messages over, for the `network.transport` and
+/// `network.protocol.name` attributes of [telemetry](crate::telemetry).
+///
+/// ```
+/// use mcpflow::transport::Carrier;
+///
+/// assert_eq!(Carrier::Pipe.network_transport(), Some("pipe"));
+/// assert_eq!(Carrier::Http.network_protocol(), Some("http"));
+/// assert_eq!(Carrier::InProcess.network_transport(), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Carrier {
+    /// Not said (a stream of the caller's own).
+    #[default]
+    Unspecified,
+    /// Within the process ([`memory`](crate::transport::memory)).
+    InProcess,
+    /// A pipe: stdio, a child process.
+    Pipe,
+    /// HTTP over TCP: streamable HTTP, HTTP+SSE.
+    Http,
+}
+
+impl Carrier {
+    /// OpenTelemetry's `network.transport` value.
+    pub fn network_transport(self) -> Option<&'static str> {
+        match self {
+            Carrier::Pipe => Some("pipe"),
+            Carrier::Http => Some("tcp"),
+            Carrier::Unspecified | Carrier::InProcess => None,
+        }
+    }
+
+    /// OpenTelemetry's `network.protocol.name` value.
+    pub fn network_protocol(self) -> Option<&'static str> {
+        match self {
+            Carrier::Http => Some("http"),
+            _ => None,
+        }
+    }
 }

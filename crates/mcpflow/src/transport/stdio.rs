@@ -74,6 +74,10 @@ impl Transport for StdioTransport {
     type Reader = LineReader<StdinReader>;
     type Writer = StdoutLines;
 
+    fn carrier(&self) -> crate::transport::Carrier {
+        crate::transport::Carrier::Pipe
+    }
+
     fn split(self) -> (Self::Reader, Self::Writer) {
         (
             LineReader::new(self.reader, self.max_frame_bytes),

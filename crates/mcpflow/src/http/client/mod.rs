@@ -362,6 +362,10 @@ impl Transport for HttpClientTransport {
     type Reader = HttpClientReader;
     type Writer = HttpClientWriter;
 
+    fn carrier(&self) -> crate::transport::Carrier {
+        crate::transport::Carrier::Http
+    }
+
     fn split(self) -> (HttpClientReader, HttpClientWriter) {
         let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);
         let conn = Arc::new(Connection::new(self.config, self.http, tx));

@@ -479,6 +479,8 @@ impl HttpServer {
             state.connections.clone(),
             stop.clone(),
         ));
+        #[cfg(feature = "otel")]
+        running::observe(local_addr, Arc::downgrade(&state));
         Ok(RunningHttpServer {
             local_addr,
             endpoint,

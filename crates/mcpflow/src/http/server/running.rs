@@ -56,15 +56,7 @@ impl RunningHttpServer {
 
     /// What the server holds now, and how many sessions it ended on its own.
     pub fn stats(&self) -> HttpServerStats {
-        HttpServerStats {
-            sessions: self.session_count(),
-            connections: self.state.connections.load(Ordering::Relaxed),
-            evicted_sessions: self.state.evicted.load(Ordering::Relaxed),
-            expired_sessions: self.state.expired.load(Ordering::Relaxed),
-            buffered_body_bytes: self.state.body_budget.in_use(),
-            queued_event_bytes: self.state.queue_budget.queued(),
-            sessionless_exchanges: self.state.exchanges.get(),
-        }
+        stats_of(&self.state)
     }
 
     /// Stop accepting connections and end every session (open event streams end, and
@@ -105,4 +97,102 @@ pub struct HttpServerStats {
     /// engine of its own that ends with its answer, or with its stream for
     /// `subscriptions/listen`).
     pub sessionless_exchanges: usize,
+}
+
+fn stats_of(state: &AppState) -> HttpServerStats {
+    HttpServerStats {
+        sessions: lock(&state.sessions).len(),
+        connections: state.connections.load(Ordering::Relaxed),
+        evicted_sessions: state.evicted.load(Ordering::Relaxed),
+        expired_sessions: state.expired.load(Ordering::Relaxed),
+        buffered_body_bytes: state.body_budget.in_use(),
+        queued_event_bytes: state.queue_budget.queued(),
+        sessionless_exchanges: state.exchanges.get(),
+    }
+}
+
+/// The server's [`HttpServerStats`] as OpenTelemetry instruments on the global meter
+/// provider, each with the server's `server.address` and `server.port`, read at each
+/// collection while the server runs.
+#[cfg(feature = "otel")]
+pub(super) fn observe(address: SocketAddr, state: std::sync::Weak<AppState>) {
+    use opentelemetry::KeyValue;
+    use opentelemetry::metrics::AsyncInstrument;
+
+    type Read = fn(&HttpServerStats) -> u64;
+    fn count(n: usize) -> u64 {
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+    let meter = opentelemetry::global::meter("mcpflow");
+    let attributes = [
+        KeyValue::new("server.address", address.ip().to_string()),
+        KeyValue::new("server.port", i64::from(address.port())),
+    ];
+    let gauges: [(&'static str, &'static str, &'static str, Read); 5] = [
+        (
+            "mcpflow.http.server.sessions",
+            "{session}",
+            "Live sessions.",
+            |s| count(s.sessions),
+        ),
+        (
+            "mcpflow.http.server.connections",
+            "{connection}",
+            "Open connections.",
+            |s| count(s.connections),
+        ),
+        (
+            "mcpflow.http.server.buffered_body_bytes",
+            "By",
+            "Bytes of request bodies being read.",
+            |s| count(s.buffered_body_bytes),
+        ),
+        (
+            "mcpflow.http.server.queued_event_bytes",
+            "By",
+            "Bytes of events queued for clients.",
+            |s| count(s.queued_event_bytes),
+        ),
+        (
+            "mcpflow.http.server.sessionless_exchanges",
+            "{request}",
+            "2026-07-28 requests without a session being served.",
+            |s| count(s.sessionless_exchanges),
+        ),
+    ];
+    let counters: [(&'static str, &'static str, Read); 2] = [
+        (
+            "mcpflow.http.server.evicted_sessions",
+            "Idle sessions ended to make room for new ones.",
+            |s| s.evicted_sessions,
+        ),
+        (
+            "mcpflow.http.server.expired_sessions",
+            "Sessions ended by their idle timeout.",
+            |s| s.expired_sessions,
+        ),
+    ];
+    let reader = move |read: Read, attributes: [KeyValue; 2], state: std::sync::Weak<AppState>| {
+        move |observer: &dyn AsyncInstrument<u64>| {
+            if let Some(state) = state.upgrade() {
+                observer.observe(read(&stats_of(&state)), &attributes);
+            }
+        }
+    };
+    for (name, unit, description, read) in gauges {
+        meter
+            .u64_observable_gauge(name)
+            .with_unit(unit)
+            .with_description(description)
+            .with_callback(reader(read, attributes.clone(), state.clone()))
+            .build();
+    }
+    for (name, description, read) in counters {
+        meter
+            .u64_observable_counter(name)
+            .with_unit("{session}")
+            .with_description(description)
+            .with_callback(reader(read, attributes.clone(), state.clone()))
+            .build();
+    }
 }

@@ -443,6 +443,10 @@ impl Transport for SessionTransport {
     type Reader = SessionReader;
     type Writer = SessionWriter;
 
+    fn carrier(&self) -> crate::transport::Carrier {
+        crate::transport::Carrier::Http
+    }
+
     fn split(self) -> (SessionReader, SessionWriter) {
         (
             SessionReader {

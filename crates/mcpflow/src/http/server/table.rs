@@ -195,6 +195,7 @@ impl AppState {
         let running = self
             .server
             .serve_as_from(transport, session.principal.clone(), first_id);
+        let _ = running.peer().facts().session_id.set(id.clone());
         let state = Arc::downgrade(self);
         tokio::spawn(async move {
             running.wait().await;

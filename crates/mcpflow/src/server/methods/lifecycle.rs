@@ -26,6 +26,8 @@ pub(crate) async fn initialize(cx: ServerContext) -> Result<Reply, ErrorObject> 
         ));
     }
     cx.peer().set_accept_batches(version.supports_batches());
+    cx.peer().note_version(version.as_str());
+    cx.request().operation().set_version(version.as_str());
     let server = cx.server().clone();
     if let Some(hook) = server.inner.on_initialize.clone() {
         hook(params, cx.clone()).await?;

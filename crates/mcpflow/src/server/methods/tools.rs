@@ -78,6 +78,9 @@ pub(crate) async fn call(cx: ServerContext) -> Result<Reply, ErrorObject> {
         _ => {}
     }
     let call = outcome(tool, name, arguments, cx.clone()).await?;
+    if call.is_error() {
+        cx.request().operation().tool_error();
+    }
     cx.reply(call)
 }
 

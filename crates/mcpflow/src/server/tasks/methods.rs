@@ -12,7 +12,9 @@ use crate::session::Reply;
 
 fn task_of(cx: &ServerContext) -> Result<std::sync::Arc<TaskEntry>, ErrorObject> {
     let id = cx.request().head().task_id.required("taskId")?;
-    cx.server().inner.tasks.get(&cx.task_owner(), id)
+    let entry = cx.server().inner.tasks.get(&cx.task_owner(), id)?;
+    cx.request().operation().link_to(entry.origin.get());
+    Ok(entry)
 }
 
 pub(crate) async fn get(cx: ServerContext) -> Result<Reply, ErrorObject> {

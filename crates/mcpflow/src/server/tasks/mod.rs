@@ -146,6 +146,9 @@ pub(crate) fn start(
 ) -> Result<Reply, ErrorObject> {
     let store = cx.server().inner.tasks.clone();
     let entry = store.create(cx.task_owner(), ttl_ms)?;
+    if let Some(origin) = cx.request().operation().traceparent() {
+        let _ = entry.origin.set(origin);
+    }
     let task_cx = cx.for_task(entry.clone());
     let peer = task_cx.peer().clone();
     let run = work(task_cx);

@@ -133,6 +133,10 @@ pub(crate) async fn run(
     };
     // Set before the handler is polled again, so its next input call finds the task.
     let _ = escalation.task.set(entry.clone());
+    // Polled within the call's server span.
+    if let Some(origin) = crate::telemetry::current_traceparent() {
+        let _ = entry.origin.set(origin);
+    }
     // In a fleet, every instance must find the task before its creator learns of it.
     if let Err(e) = super::shared::mirror(server, &entry).await {
         entry.cancel.cancel();
@@ -260,7 +264,10 @@ fn task_of(cx: &ServerContext) -> Result<Result<Arc<TaskEntry>, String>, ErrorOb
     }
     let id = cx.request().head().task_id.required("taskId")?;
     match cx.server().inner.tasks.get(&cx.task_owner(), id) {
-        Ok(entry) => Ok(Ok(entry)),
+        Ok(entry) => {
+            cx.request().operation().link_to(entry.origin.get());
+            Ok(Ok(entry))
+        }
         Err(_) if cx.server().inner.shared_tasks.is_some() => Ok(Err(id.clone())),
         Err(e) => Err(e),
     }

@@ -80,6 +80,9 @@ pub(crate) struct TaskEntry {
     /// Held while the task's record is written to a fleet's store, so that the last
     /// write carries the last state.
     pub(crate) mirrored: tokio::sync::Mutex<()>,
+    /// The trace context of the request that created the task, which the spans of
+    /// later requests about it link to.
+    pub(crate) origin: std::sync::OnceLock<String>,
 }
 
 impl TaskEntry {
@@ -300,6 +303,7 @@ impl TaskStore {
                 answers: BTreeMap::new(),
             }),
             mirrored: tokio::sync::Mutex::new(()),
+            origin: std::sync::OnceLock::new(),
         });
         held.tasks.insert(id, entry.clone());
         Ok(entry)
