@@ -529,6 +529,21 @@ for cell in python typescript; do
     fi
 done
 
+# --- one trace across SDKs: the Python SDK 2.x, traced by OpenTelemetry's Python SDK,
+# against mcpflow exporting over OTLP/HTTP to a receiver in the test, both ways --------
+# crates/mcpflow-cli/tests/commands/otel_peers.rs; each cell prints one line per transport
+# and era.
+for cell in python_client_traces_continue_into_mcpflow mcpflow_client_traces_continue_into_the_python_server; do
+    f="$logs/otel.$cell"
+    if MCPFLOW_PEERS="$peers" timeout 300 cargo test -q --workspace \
+        --features mcpflow/jwt,mcpflow/oauth-jwt,mcpflow/redis,mcpflow/otel --test commands -j2 -- \
+        --ignored --nocapture "otel_peers::$cell" >"$f.out" 2>"$f.err"; then
+        report "trace context ($cell)" "PASS $(grep -E '^(stdio|http)-' "$f.out" | sed -E 's/ is a child of.*//' | tr '\n' ';' | cut -c1-200)"
+    else
+        report "trace context ($cell)" "FAIL see $f.out and $f.err: $(grep -m1 -E 'panicked|error' "$f.out" "$f.err" | cut -c1-300)"
+    fi
+done
+
 # --- OAuth against a real authorization server (node-oidc-provider): client credentials,
 # authorization code with introspection, the Python SDK's flow, DPoP-bound tokens with nonces ---
 # shellcheck source=interop/oidc-cells.sh

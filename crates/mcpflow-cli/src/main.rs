@@ -30,6 +30,7 @@ mod serve;
 mod serve_auth;
 mod signals;
 mod task;
+mod telemetry;
 mod verbs;
 
 use std::io::Write;
@@ -192,21 +193,6 @@ enum ServeWhat {
     Demo,
 }
 
-/// Logs go to stderr when `RUST_LOG` asks for them. Without it only a server (`serve`,
-/// and the demo's in-process one) logs its warnings: a verb that talks to a server
-/// prints its own one-line error, and the library's log lines about the same failure
-/// (or a TLS verifier's) would only repeat it.
-fn init_logging(serves: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if serves { "warn" } else { "off" })
-    });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}
-
 /// Parse the command line; a usage error is one line (or JSON under `--json`), exit 2.
 fn parse() -> Cli {
     match Cli::try_parse() {
@@ -264,7 +250,6 @@ fn usage_message(e: &clap::Error, verb: &str) -> String {
 
 fn main() -> ExitCode {
     let cli = parse();
-    init_logging(matches!(cli.command, Command::Serve { .. } | Command::Demo));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -276,7 +261,12 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONNECTION);
         }
     };
+    let telemetry = {
+        let _entered = runtime.enter();
+        telemetry::init(matches!(cli.command, Command::Serve { .. } | Command::Demo))
+    };
     let code: u8 = runtime.block_on(run(cli.command));
+    telemetry.shutdown();
     let _ = std::io::stdout().flush();
     // The runtime may be kept alive by a blocking stdin read; leave at once.
     std::process::exit(i32::from(code));
