@@ -13,6 +13,7 @@
 #   scripts/bench-callgrind.sh d33fc08      # a commit, in a worktree under $TMPDIR; when
 #                                           # its harness lacks mcpflow-2026, this HEAD's
 #   CALLS=1000 CELLS="http:w1:mcpflow-2026" scripts/bench-callgrind.sh
+#   FEATURES=mcpflow/otel scripts/bench-callgrind.sh   # with these cargo features on
 #
 # The callgrind files stay in $OUT (callgrind_annotate reads them).
 set -euo pipefail
@@ -36,7 +37,7 @@ fi
 OUT="${OUT:-${TMPDIR:-/tmp}/mcpflow-callgrind-out/$(basename "$tree")}"
 mkdir -p "$OUT"
 
-(cd "$tree" && cargo build --profile profiling -q -j2 -p mcpflow-bench)
+(cd "$tree" && cargo build --profile profiling -q -j2 -p mcpflow-bench ${FEATURES:+--features "$FEATURES"})
 bench="${CARGO_TARGET_DIR:-$tree/target}/profiling/mcpflow-bench"
 callgrind() { echo "valgrind --tool=callgrind --quiet --callgrind-out-file=$1"; }
 instructions() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
@@ -58,7 +59,7 @@ run() { # transport workload system calls -> instructions
     instructions "$file"
 }
 
-echo "tree $tree at $(git -C "$tree" rev-parse --short HEAD)$(git -C "$tree" diff --quiet HEAD || echo ' (modified)'), $CALLS and $((2 * CALLS)) calls a cell"
+echo "tree $tree at $(git -C "$tree" rev-parse --short HEAD)$(git -C "$tree" diff --quiet HEAD || echo ' (modified)')${FEATURES:+ with $FEATURES}, $CALLS and $((2 * CALLS)) calls a cell"
 echo
 echo "| cell | counted | instructions at $CALLS | at $((2 * CALLS)) | per call |"
 echo "|---|---|---:|---:|---:|"
