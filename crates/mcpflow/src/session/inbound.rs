@@ -466,10 +466,10 @@ async fn serve(new: NewRequest) {
         cx.open_operation(method.clone());
     }
     let operation = cx.operation().clone();
-    let handler = catch_unwind(tracing::Instrument::instrument(
-        service.handle_request(&name, cx),
-        operation.span(),
-    ));
+    let span = operation.span();
+    // The operation travels in the boxed handler: this future is allocated per request.
+    let handler = operation.record_outcome(service.handle_request(&name, cx));
+    let handler = catch_unwind(tracing::Instrument::instrument(handler, span));
     tokio::pin!(handler);
     let handled = tokio::select! {
         biased;
@@ -499,20 +499,15 @@ async fn serve(new: NewRequest) {
     // Cancelled by the peer or by close, even if the handler then returned: a
     // cancelled request is not answered.
     let Some(handled) = handled.filter(|_| !token.is_cancelled()) else {
-        operation.failed("cancelled", "cancelled before its answer");
         return inbound.conclude(None, false, batch).await;
     };
     let meta = FrameMeta::response(id.clone());
     let frame = match handled {
         Ok(Ok(reply)) => reply.into_frame(id, meta),
-        Ok(Err(error)) => {
-            operation.rejected(error.code, &error.message);
-            error_frame(Some(id), error, meta)
-        }
+        Ok(Err(error)) => error_frame(Some(id), error, meta),
         Err(()) => {
             tracing::error!(%method, %id, "request handler panicked");
             let error = ErrorObject::internal(format!("the handler for `{method}` panicked"));
-            operation.rejected(error.code, &error.message);
             error_frame(Some(id), error, meta)
         }
     };

@@ -400,7 +400,11 @@ impl Peer {
 
     /// The protocol version this connection negotiated, for telemetry.
     pub(crate) fn note_version(&self, version: &str) {
-        let _ = self.shared.facts.version.set(version.to_owned());
+        let _ = self
+            .shared
+            .facts
+            .version
+            .set(crate::telemetry::version_text(version));
     }
 
     /// The session's configuration.

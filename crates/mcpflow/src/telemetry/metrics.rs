@@ -1,5 +1,6 @@
 //! The conventions' four duration histograms, on the global meter provider.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use opentelemetry::KeyValue;
@@ -55,27 +56,37 @@ fn instruments() -> &'static Instruments {
 
 /// Record one operation's duration with its attributes.
 pub(super) fn operation(op: &Recorded) {
-    let mut attributes = Vec::with_capacity(8);
-    attributes.push(KeyValue::new("mcp.method.name", op.method.to_string()));
-    if let Some(tool) = &op.tool {
-        attributes.push(KeyValue::new("gen_ai.tool.name", tool.clone()));
-        attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+    // One buffer per thread: an operation costs no allocation of its own here.
+    thread_local! {
+        static ATTRIBUTES: std::cell::RefCell<Vec<KeyValue>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    if let Some(prompt) = &op.prompt {
-        attributes.push(KeyValue::new("gen_ai.prompt.name", prompt.clone()));
-    }
-    if let Some(error) = op.error.get() {
-        attributes.push(KeyValue::new("error.type", error.to_string()));
-    }
-    if let Some(code) = op.status_code.get() {
-        attributes.push(KeyValue::new("rpc.response.status_code", code.to_string()));
-    }
-    connection(&mut attributes, op.version.get(), op.transport, op.protocol);
-    let histogram = match op.side {
-        Side::Client => &instruments().client_operation,
-        Side::Server => &instruments().server_operation,
-    };
-    histogram.record(op.started.elapsed().as_secs_f64(), &attributes);
+    ATTRIBUTES.with(|buffer| {
+        let Ok(mut attributes) = buffer.try_borrow_mut() else {
+            return;
+        };
+        attributes.clear();
+        attributes.push(KeyValue::new("mcp.method.name", op.method.clone()));
+        if let Some(tool) = &op.tool {
+            attributes.push(KeyValue::new("gen_ai.tool.name", tool.clone()));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(prompt) = &op.prompt {
+            attributes.push(KeyValue::new("gen_ai.prompt.name", prompt.clone()));
+        }
+        if let Some(error) = op.error.get() {
+            attributes.push(KeyValue::new("error.type", error.clone()));
+        }
+        if let Some(code) = op.status_code.get() {
+            attributes.push(KeyValue::new("rpc.response.status_code", code.to_string()));
+        }
+        connection(&mut attributes, op.version.get(), op.transport, op.protocol);
+        let histogram = match op.side {
+            Side::Client => &instruments().client_operation,
+            Side::Server => &instruments().server_operation,
+        };
+        histogram.record(op.started.elapsed().as_secs_f64(), &attributes);
+        attributes.clear();
+    });
 }
 
 /// Record a session's duration.
@@ -100,7 +111,7 @@ pub(super) fn session(side: Side, facts: &ConnectionFacts, error: Option<&'stati
 
 fn connection(
     attributes: &mut Vec<KeyValue>,
-    version: Option<&String>,
+    version: Option<&Cow<'static, str>>,
     transport: Option<&'static str>,
     protocol: Option<&'static str>,
 ) {

@@ -78,9 +78,11 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use mcpflow_protocol::{ErrorCode, RequestId};
+use mcpflow_protocol::{ErrorCode, ErrorObject, RequestId};
 use tracing::Span;
 use tracing::field::Empty;
+
+use crate::session::BoxFuture;
 
 #[cfg(feature = "otel")]
 mod context;
@@ -120,7 +122,7 @@ pub(crate) struct ConnectionFacts {
     /// `network.protocol.name`.
     pub(crate) protocol: Option<&'static str>,
     /// `mcp.protocol.version`, once negotiated.
-    pub(crate) version: OnceLock<String>,
+    pub(crate) version: OnceLock<Cow<'static, str>>,
     /// `mcp.session.id`, when the transport has sessions.
     pub(crate) session_id: OnceLock<String>,
     /// When the connection started, for the session duration.
@@ -138,6 +140,19 @@ impl ConnectionFacts {
             started: Instant::now(),
         }
     }
+}
+
+/// `version` as a static string when it is one this SDK speaks (no allocation per
+/// operation), else a copy.
+pub(crate) fn version_text(version: &str) -> Cow<'static, str> {
+    mcpflow_protocol::HANDSHAKE_VERSIONS
+        .iter()
+        .chain(mcpflow_protocol::PER_REQUEST_VERSIONS)
+        .find(|known| known.as_str() == version)
+        .map_or_else(
+            || Cow::Owned(version.to_owned()),
+            |known| Cow::Borrowed(known.as_str()),
+        )
 }
 
 /// Whether operations are recorded: always with the `otel` feature (for the metrics),
@@ -194,9 +209,9 @@ struct Recorded {
     span: Span,
     side: Side,
     method: Cow<'static, str>,
-    tool: Option<String>,
-    prompt: Option<String>,
-    version: OnceLock<String>,
+    tool: Option<Arc<str>>,
+    prompt: Option<Arc<str>>,
+    version: OnceLock<Cow<'static, str>>,
     transport: Option<&'static str>,
     protocol: Option<&'static str>,
     /// `error.type`, first cause wins.
@@ -249,11 +264,11 @@ impl Operation {
             Subject::Tool(name) => {
                 span.record("gen_ai.tool.name", name);
                 span.record("gen_ai.operation.name", "execute_tool");
-                tool = Some(name.to_owned());
+                tool = Some(Arc::from(name));
             }
             Subject::Prompt(name) => {
                 span.record("gen_ai.prompt.name", name);
-                prompt = Some(name.to_owned());
+                prompt = Some(Arc::from(name));
             }
             Subject::Resource(uri) => {
                 span.record("mcp.resource.uri", uri);
@@ -265,7 +280,7 @@ impl Operation {
         }
         let version = OnceLock::new();
         if let Some(v) = facts.version.get() {
-            span.record("mcp.protocol.version", v.as_str());
+            span.record("mcp.protocol.version", &**v);
             let _ = version.set(v.clone());
         }
         Operation(Some(Arc::new(Recorded {
@@ -349,7 +364,7 @@ impl Operation {
     /// the start.
     pub(crate) fn set_version(&self, version: &str) {
         if let Some(r) = &self.0
-            && r.version.set(version.to_owned()).is_ok()
+            && r.version.set(version_text(version)).is_ok()
         {
             r.span.record("mcp.protocol.version", version);
         }
@@ -401,6 +416,57 @@ impl Drop for Recorded {
         #[cfg(feature = "otel")]
         metrics::operation(self);
     }
+}
+
+impl Operation {
+    /// `handler`, recording its outcome on this operation when it is recorded.
+    pub(crate) fn record_outcome<T: Send + 'static>(
+        self,
+        handler: BoxFuture<'static, Result<T, ErrorObject>>,
+    ) -> BoxFuture<'static, Result<T, ErrorObject>> {
+        if self.is_recorded() {
+            Box::pin(record_outcome(self, handler))
+        } else {
+            handler
+        }
+    }
+}
+
+/// `handler`, recording its outcome on `operation`: a JSON-RPC error, a panic (-32603),
+/// or `cancelled` when it is dropped before it ends.
+async fn record_outcome<T>(
+    operation: Operation,
+    handler: impl Future<Output = Result<T, ErrorObject>>,
+) -> Result<T, ErrorObject> {
+    /// Records, when dropped before the handler ended, why.
+    struct Watch {
+        operation: Operation,
+        ended: bool,
+    }
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            if self.ended {
+                return;
+            }
+            if std::thread::panicking() {
+                self.operation
+                    .rejected(ErrorCode::INTERNAL_ERROR, "the handler panicked");
+            } else {
+                self.operation
+                    .failed("cancelled", "cancelled before its answer");
+            }
+        }
+    }
+    let mut watch = Watch {
+        operation,
+        ended: false,
+    };
+    let outcome = handler.await;
+    watch.ended = true;
+    if let Err(error) = &outcome {
+        watch.operation.rejected(error.code, &error.message);
+    }
+    outcome
 }
 
 /// The current span's `traceparent`, when it belongs to a trace.

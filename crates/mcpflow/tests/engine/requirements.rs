@@ -584,6 +584,43 @@ const REQUIREMENTS: &[Requirement] = &[
         ],
     },
     Requirement {
+        id: "S-otel-trace",
+        text: "with the otel feature, a request's client span is the parent of its server span through traceparent in _meta, in both eras, within the caller's trace; malformed trace context is ignored",
+        tests: &[
+            "spans::a_call_continues_the_callers_trace_in_both_eras",
+            "spans::malformed_trace_context_is_ignored",
+            "otel_peers::python_client_traces_continue_into_mcpflow",
+            "otel_peers::mcpflow_client_traces_continue_into_the_python_server",
+        ],
+    },
+    Requirement {
+        id: "S-otel-nesting",
+        text: "a server-to-client request is a child of the handler's server span; a task's later requests link to the call that created it; the tool host's execute_tool span parents the call's client span",
+        tests: &[
+            "spans::a_server_to_client_request_is_a_child_of_the_handlers_span",
+            "spans::a_tasks_polls_link_to_the_call_that_started_it",
+            "conventions::the_tool_hosts_call_span_parents_the_servers_span",
+        ],
+    },
+    Requirement {
+        id: "S-otel-attributes",
+        text: "every span carries the attributes the semantic conventions for MCP require of its method and none they do not define; errors are recorded as they say",
+        tests: &[
+            "conventions::every_span_carries_what_the_conventions_require",
+            "spans::errors_are_recorded_as_the_conventions_say",
+            "spans::notifications_have_spans_without_an_id",
+            "spans::http_spans_carry_the_session_and_the_server_is_measured",
+        ],
+    },
+    Requirement {
+        id: "S-otel-metrics",
+        text: "the four MCP duration histograms are recorded in seconds with the conventions' buckets, and the HTTP server's statistics are instruments",
+        tests: &[
+            "spans::operation_durations_are_recorded",
+            "spans::http_spans_carry_the_session_and_the_server_is_measured",
+        ],
+    },
+    Requirement {
         id: "S-era-client-input",
         text: "the client fulfils every input request before it retries, echoes requestState exactly (none when none was given) and retries with a new id",
         tests: &["client_2026::input_required_is_fulfilled_with_each_callback_over_several_rounds"],
@@ -931,6 +968,14 @@ const SOURCES: &[Source] = &[
         binary: "commands (mcpflow-cli)",
         parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
         text: include_str!("../../../mcpflow-cli/tests/commands/fleet_sessions.rs"),
+    },
+    source!("telemetry", "spans"),
+    source!("telemetry", "conventions"),
+    Source {
+        module: "otel_peers",
+        binary: "commands (mcpflow-cli)",
+        parent: include_str!("../../../mcpflow-cli/tests/commands/main.rs"),
+        text: include_str!("../../../mcpflow-cli/tests/commands/otel_peers.rs"),
     },
     Source {
         module: "fleet_tasks",
