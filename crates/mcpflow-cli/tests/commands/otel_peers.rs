@@ -302,6 +302,64 @@ async fn python_client_traces_continue_into_mcpflow() {
     }
 }
 
+/// A Python server peer, traced into `spans_file`: its command after `--` for stdio, or
+/// started here on a free port for HTTP (killed when dropped).
+struct PythonServer {
+    _child: Option<tokio::process::Child>,
+    place: Vec<String>,
+}
+
+async fn python_server(script: &str, spans_file: &Path, http: bool) -> PythonServer {
+    let command = [
+        python().display().to_string(),
+        root()
+            .join("interop/peers/otel_peer.py")
+            .display()
+            .to_string(),
+        spans_file.display().to_string(),
+        root()
+            .join("interop/peers")
+            .join(script)
+            .display()
+            .to_string(),
+    ];
+    if !http {
+        let place = std::iter::once("--".to_owned()).chain(command).collect();
+        return PythonServer {
+            _child: None,
+            place,
+        };
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .args(["--http-port", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the Python server");
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the Python {script} did not accept connections on port {port} within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    PythonServer {
+        _child: Some(child),
+        place: vec!["--url".to_owned(), format!("http://127.0.0.1:{port}/mcp")],
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the official SDK peers in .peers/; run by interop/run-matrix.sh"]
 async fn mcpflow_client_traces_continue_into_the_python_server() {
@@ -310,70 +368,61 @@ async fn mcpflow_client_traces_continue_into_the_python_server() {
         ("handshake", "server.py"),
         ("per-request", "server_per_request.py"),
     ] {
-        let cell = format!("stdio-{era}");
-        let spans_file = std::env::temp_dir().join(format!(
-            "mcpflow-otel-{}-server-{era}.jsonl",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&spans_file);
-        let args: Vec<String> = [
-            "call",
-            "--json",
-            "--era",
-            era,
-            "--timeout",
-            "20",
-            "echo",
-            r#"{"text":"traced"}"#,
-            "--",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain([
-            python().display().to_string(),
-            root()
-                .join("interop/peers/otel_peer.py")
-                .display()
-                .to_string(),
-            spans_file.display().to_string(),
-            root()
-                .join("interop/peers")
-                .join(script)
-                .display()
-                .to_string(),
-        ])
-        .collect();
-        let out = run(Path::new(BIN), &args, &receiver.env(), &cell).await;
-        assert!(out.contains("traced"), "{cell}: {out}");
-        let sent = receiver
-            .span(&cell, |s| s.kind == 3 && s.name == "tools/call echo")
-            .await;
-        let started = Instant::now();
-        let served = loop {
-            let spans = python_spans(&spans_file);
-            if let Some(span) = spans
-                .iter()
-                .find(|s| s["kind"] == "SERVER" && s["trace_id"] == sent.trace_id.as_str())
-            {
-                break span.clone();
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "{cell}: a Python server span in mcpflow's trace {}: {spans:#?}",
-                sent.trace_id
+        for http in [false, true] {
+            let cell = format!("{}-{era}", if http { "http" } else { "stdio" });
+            let spans_file = std::env::temp_dir().join(format!(
+                "mcpflow-otel-{}-server-{cell}.jsonl",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_file(&spans_file);
+            let server = python_server(script, &spans_file, http).await;
+            let mut args: Vec<String> = [
+                "call",
+                "--json",
+                "--era",
+                era,
+                "--timeout",
+                "20",
+                "echo",
+                r#"{"text":"traced"}"#,
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+            args.extend(server.place.iter().cloned());
+            let out = run(Path::new(BIN), &args, &receiver.env(), &cell).await;
+            assert!(out.contains("traced"), "{cell}: {out}");
+            let sent = receiver
+                .span(&cell, |s| s.kind == 3 && s.name == "tools/call echo")
+                .await;
+            let started = Instant::now();
+            let served = loop {
+                let spans = python_spans(&spans_file);
+                if let Some(span) = spans
+                    .iter()
+                    .find(|s| s["kind"] == "SERVER" && s["trace_id"] == sent.trace_id.as_str())
+                {
+                    break span.clone();
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(15),
+                    "{cell}: a Python server span in mcpflow's trace {}: {spans:#?}",
+                    sent.trace_id
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            assert_eq!(
+                served["parent_span_id"],
+                sent.span_id.as_str(),
+                "{cell}: {served}"
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        assert_eq!(
-            served["parent_span_id"],
-            sent.span_id.as_str(),
-            "{cell}: {served}"
-        );
-        println!(
-            "{cell}: the Python server span {} is a child of mcpflow's span {}",
-            served["span_id"], sent.span_id
-        );
-        // Spans of one run only: the next era's call starts a trace of its own.
-        receiver.collected.lock().unwrap().spans.clear();
+            println!(
+                "{cell}: the Python server span {} is a child of mcpflow's span {}",
+                served["span_id"], sent.span_id
+            );
+            drop(server);
+            // Spans of one run only: the next call starts a trace of its own.
+            receiver.collected.lock().unwrap().spans.clear();
+        }
     }
 }

@@ -458,9 +458,11 @@ async fn http_spans_carry_the_session_and_the_server_is_measured() {
         text(&served, "mcp.session.id").is_some_and(|id| id.len() >= 16),
         "{served:?}"
     );
+    // Other tests flush too: the newest export is this one's or later.
     let metrics = exporter.get_finished_metrics().unwrap();
     let sessions = metrics
         .iter()
+        .rev()
         .flat_map(|m| m.scope_metrics())
         .flat_map(|s| s.metrics())
         .filter(|m| m.name() == "mcpflow.http.server.sessions")
