@@ -487,7 +487,7 @@ pub enum Carrier {
     /// Not said (a stream of the caller's own).
     #[default]
     Unspecified,
-    /// Within the process ([`memory`](crate::transport::memory)).
+    /// Within the process ([`memory`]).
     InProcess,
     /// A pipe: stdio, a child process.
     Pipe,
