@@ -10,7 +10,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -20,6 +19,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message as _;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::common::{BIN, HttpServe};
 
@@ -62,44 +62,47 @@ struct Collected {
 /// An OTLP/HTTP receiver (`/v1/traces`, `/v1/metrics`, protobuf) on a loopback port.
 struct Receiver {
     url: String,
-    collected: Arc<Mutex<Collected>>,
+    /// What arrived so far; each export wakes the waits.
+    collected: watch::Sender<Collected>,
 }
 
 impl Receiver {
     async fn start() -> Receiver {
-        let collected = Arc::new(Mutex::new(Collected::default()));
-        async fn traces(State(c): State<Arc<Mutex<Collected>>>, body: Bytes) -> Vec<u8> {
+        let collected = watch::Sender::new(Collected::default());
+        async fn traces(State(c): State<watch::Sender<Collected>>, body: Bytes) -> Vec<u8> {
             let request = ExportTraceServiceRequest::decode(body).expect("an OTLP trace export");
-            let mut c = c.lock().unwrap();
-            for resource in request.resource_spans {
-                for scope in resource.scope_spans {
-                    for span in scope.spans {
-                        c.spans.push(Received {
-                            trace_id: hex(&span.trace_id),
-                            span_id: hex(&span.span_id),
-                            parent_span_id: hex(&span.parent_span_id),
-                            name: span.name,
-                            kind: span.kind,
-                            attributes: span
-                                .attributes
-                                .into_iter()
-                                .map(|kv| (kv.key, format!("{:?}", kv.value)))
-                                .collect(),
-                        });
+            c.send_modify(|c| {
+                for resource in request.resource_spans {
+                    for scope in resource.scope_spans {
+                        for span in scope.spans {
+                            c.spans.push(Received {
+                                trace_id: hex(&span.trace_id),
+                                span_id: hex(&span.span_id),
+                                parent_span_id: hex(&span.parent_span_id),
+                                name: span.name,
+                                kind: span.kind,
+                                attributes: span
+                                    .attributes
+                                    .into_iter()
+                                    .map(|kv| (kv.key, format!("{:?}", kv.value)))
+                                    .collect(),
+                            });
+                        }
                     }
                 }
-            }
+            });
             Vec::new()
         }
-        async fn metrics(State(c): State<Arc<Mutex<Collected>>>, body: Bytes) -> Vec<u8> {
+        async fn metrics(State(c): State<watch::Sender<Collected>>, body: Bytes) -> Vec<u8> {
             let request =
                 ExportMetricsServiceRequest::decode(body).expect("an OTLP metrics export");
-            let mut c = c.lock().unwrap();
-            for resource in request.resource_metrics {
-                for scope in resource.scope_metrics {
-                    c.metrics.extend(scope.metrics.into_iter().map(|m| m.name));
+            c.send_modify(|c| {
+                for resource in request.resource_metrics {
+                    for scope in resource.scope_metrics {
+                        c.metrics.extend(scope.metrics.into_iter().map(|m| m.name));
+                    }
                 }
-            }
+            });
             Vec::new()
         }
         let app = axum::Router::new()
@@ -122,27 +125,30 @@ impl Receiver {
         ]
     }
 
-    /// Wait (at most 15 s) for a span that `matches`.
+    /// Wait, at most 15 s, until `find` finds something in what arrived.
+    async fn until<T>(&self, what: &str, mut find: impl FnMut(&Collected) -> Option<T>) -> T {
+        let mut found = None;
+        let mut arrived = self.collected.subscribe();
+        let _ = tokio::time::timeout(
+            Duration::from_secs(15),
+            arrived.wait_for(|c| {
+                found = find(c);
+                found.is_some()
+            }),
+        )
+        .await;
+        found.unwrap_or_else(|| {
+            panic!(
+                "{what}: not at the receiver within 15 s; it has {:#?}",
+                self.collected.borrow().spans
+            )
+        })
+    }
+
+    /// Wait, at most 15 s, for a span that `matches`.
     async fn span(&self, what: &str, matches: impl Fn(&Received) -> bool) -> Received {
-        let started = Instant::now();
-        loop {
-            if let Some(span) = self
-                .collected
-                .lock()
-                .unwrap()
-                .spans
-                .iter()
-                .find(|s| matches(s))
-            {
-                return span.clone();
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "{what}: no such span reached the receiver; it has {:#?}",
-                self.collected.lock().unwrap().spans
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.until(what, |c| c.spans.iter().find(|s| matches(s)).cloned())
+            .await
     }
 }
 
@@ -282,24 +288,17 @@ async fn python_client_traces_continue_into_mcpflow() {
         drop(server);
     }
     // The server's duration histograms are exported too.
-    let started = Instant::now();
-    loop {
-        let metrics = receiver.collected.lock().unwrap().metrics.clone();
-        if [
-            "mcp.server.operation.duration",
-            "mcp.server.session.duration",
-        ]
-        .iter()
-        .all(|m| metrics.iter().any(|n| n == m))
-        {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "the server's metrics reached the receiver: {metrics:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    receiver
+        .until("the server's duration metrics", |c| {
+            [
+                "mcp.server.operation.duration",
+                "mcp.server.session.duration",
+            ]
+            .iter()
+            .all(|m| c.metrics.iter().any(|n| n == m))
+            .then_some(())
+        })
+        .await;
 }
 
 /// A Python server peer, traced into `spans_file`: its command after `--` for stdio, or
@@ -422,7 +421,7 @@ async fn mcpflow_client_traces_continue_into_the_python_server() {
             );
             drop(server);
             // Spans of one run only: the next call starts a trace of its own.
-            receiver.collected.lock().unwrap().spans.clear();
+            receiver.collected.send_modify(|c| c.spans.clear());
         }
     }
 }

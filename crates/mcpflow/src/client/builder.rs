@@ -374,11 +374,7 @@ impl ClientBuilder {
             shared: shared.clone(),
         });
         let session = Session::start(transport, service, self.config);
-        let _ = session
-            .peer()
-            .facts()
-            .side
-            .set(crate::telemetry::Side::Client);
+        session.peer().note_side(crate::telemetry::Side::Client);
         let handle = ClientHandle {
             peer: session.peer().clone(),
             shared,

@@ -54,11 +54,9 @@ impl ServerContext {
             input_key: None,
             task: None,
         };
-        let operation = cx.request.operation();
-        if operation.is_recorded()
-            && let Some(version) = cx.protocol_version()
-        {
-            operation.set_version(version.as_str());
+        // A handshake-era span has the connection's version from the start.
+        if let Era::PerRequest(request) = &cx.era {
+            cx.request.operation().set_version(request.version.as_str());
         }
         cx
     }

@@ -491,11 +491,7 @@ impl Server {
         let mut config = self.inner.config.clone();
         config.first_request_id = first_id;
         let session = Session::start(transport, service, config);
-        let _ = session
-            .peer()
-            .facts()
-            .side
-            .set(crate::telemetry::Side::Server);
+        session.peer().note_side(crate::telemetry::Side::Server);
         // A connection of 2026-07-28 requests only takes no broadcast: announcements
         // reach those clients through their listen streams.
         if !connection.per_request_only.load(Ordering::Acquire) {

@@ -154,16 +154,12 @@ impl NotificationLane {
             match next {
                 Some((seq, notification)) => {
                     let method = notification.method.clone();
-                    let operation = if crate::telemetry::enabled() {
-                        crate::telemetry::Operation::start(
-                            crate::telemetry::Side::Server,
-                            super::method_name(&method),
-                            None,
-                            peer.facts(),
-                        )
-                    } else {
-                        crate::telemetry::Operation::default()
-                    };
+                    let operation = crate::telemetry::Operation::start(
+                        crate::telemetry::Side::Server,
+                        super::method_name(&method),
+                        None,
+                        peer.facts(),
+                    );
                     let handler = tracing::Instrument::instrument(
                         service.handle_notification(notification, peer.clone()),
                         operation.span(),

@@ -22,7 +22,7 @@ use super::writer::{Direct, Outbound, Signal};
 use super::{RequestEnvelope, Shared};
 use crate::config::SessionConfig;
 use crate::error::{CloseReason, SessionError};
-use crate::telemetry::{self, ConnectionFacts, Operation, Side};
+use crate::telemetry::{ConnectionFacts, Operation, Side};
 use crate::transport::{FrameKind, FrameMeta};
 
 /// A handle for sending to the peer: requests, notifications. Cheap to clone.
@@ -250,11 +250,8 @@ impl Peer {
         params: Option<&P>,
     ) -> Result<(), SessionError> {
         // Open and closed around the queueing: a notification has no answer to wait for.
-        let _operation = if telemetry::enabled() {
-            Operation::start(Side::Client, method_name(method), None, &self.shared.facts)
-        } else {
-            Operation::default()
-        };
+        let _operation =
+            Operation::start(Side::Client, method_name(method), None, &self.shared.facts);
         // Serialized straight into the frame: notifications (progress above all) are
         // the most frequent message a handler sends.
         let meta = if method == PROGRESS {
@@ -374,9 +371,6 @@ impl Peer {
     /// The client span of request `id`, its trace context put into the request's
     /// `_meta` (a caller's own `traceparent` wins).
     fn operation(&self, method: &str, id: i64, options: &mut RequestOptions) -> Operation {
-        if !telemetry::enabled() {
-            return Operation::default();
-        }
         let operation = Operation::start(
             Side::Client,
             method_name(method),
@@ -396,6 +390,12 @@ impl Peer {
     /// What telemetry reports of this connection.
     pub(crate) fn facts(&self) -> &ConnectionFacts {
         &self.shared.facts
+    }
+
+    /// Which side of the connection this is (the client or server layer says), for
+    /// telemetry.
+    pub(crate) fn note_side(&self, side: Side) {
+        let _ = self.shared.facts.side.set(side);
     }
 
     /// The protocol version this connection negotiated, for telemetry.

@@ -26,23 +26,22 @@ pub(super) fn add_link(span: &Span, traceparent: &str) {
     }
 }
 
+/// `span`'s OpenTelemetry context, when it belongs to a trace.
+fn valid(span: &Span) -> Option<SpanContext> {
+    let context = span.context().span().span_context().clone();
+    context.is_valid().then_some(context)
+}
+
 /// `span`'s `traceparent`, when its context is valid.
 pub(super) fn traceparent(span: &Span) -> Option<String> {
-    let context = span.context();
-    let span_context = context.span().span_context().clone();
-    span_context.is_valid().then(|| format(&span_context))
+    valid(span).map(|context| format(&context))
 }
 
 /// `span`'s context as `_meta` entries, when it is valid.
 pub(super) fn entries(span: &Span) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let context = span.context();
-    let remote = context.span();
-    let span_context = remote.span_context();
-    if !span_context.is_valid() {
-        return None;
-    }
+    let span_context = valid(span)?;
     let mut meta = serde_json::Map::new();
-    meta.insert("traceparent".to_owned(), format(span_context).into());
+    meta.insert("traceparent".to_owned(), format(&span_context).into());
     let state = span_context.trace_state().header();
     if !state.is_empty() {
         meta.insert("tracestate".to_owned(), state.into());

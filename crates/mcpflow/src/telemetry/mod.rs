@@ -192,7 +192,7 @@ impl<'a> Subject<'a> {
     fn span_name(self, method: &str) -> Cow<'_, str> {
         match self {
             Subject::Tool(name) | Subject::Prompt(name) => Cow::Owned(format!("{method} {name}")),
-            Subject::Resource(_) | Subject::None => Cow::Owned(method.to_owned()),
+            Subject::Resource(_) | Subject::None => Cow::Borrowed(method),
         }
     }
 }
@@ -228,13 +228,17 @@ fn wanted(span: &Span) -> bool {
 
 impl Operation {
     /// The operation `method` on `side`, naming `name` (the tool or prompt name, or the
-    /// resource URI, as the method says), on a connection with `facts`.
+    /// resource URI, as the method says), on a connection with `facts`; empty while
+    /// nothing records operations.
     pub(crate) fn start(
         side: Side,
         method: Cow<'static, str>,
         name: Option<&str>,
         facts: &ConnectionFacts,
     ) -> Operation {
+        if !enabled() {
+            return Operation::default();
+        }
         let subject = Subject::of(&method, name);
         let span = tracing::info_span!(
             target: TARGET,

@@ -128,71 +128,80 @@ pub(super) fn observe(address: SocketAddr, state: std::sync::Weak<AppState>) {
         KeyValue::new("server.address", address.ip().to_string()),
         KeyValue::new("server.port", i64::from(address.port())),
     ];
-    let gauges: [(&'static str, &'static str, &'static str, Read); 5] = [
+    // A gauge reads what the server holds now, a counter what it did since the start.
+    let instruments: [(bool, &'static str, &'static str, &'static str, Read); 7] = [
         (
+            false,
             "mcpflow.http.server.sessions",
             "{session}",
             "Live sessions.",
             |s| count(s.sessions),
         ),
         (
+            false,
             "mcpflow.http.server.connections",
             "{connection}",
             "Open connections.",
             |s| count(s.connections),
         ),
         (
+            false,
             "mcpflow.http.server.buffered_body_bytes",
             "By",
             "Bytes of request bodies being read.",
             |s| count(s.buffered_body_bytes),
         ),
         (
+            false,
             "mcpflow.http.server.queued_event_bytes",
             "By",
             "Bytes of events queued for clients.",
             |s| count(s.queued_event_bytes),
         ),
         (
+            false,
             "mcpflow.http.server.sessionless_exchanges",
             "{request}",
             "2026-07-28 requests without a session being served.",
             |s| count(s.sessionless_exchanges),
         ),
-    ];
-    let counters: [(&'static str, &'static str, Read); 2] = [
         (
+            true,
             "mcpflow.http.server.evicted_sessions",
+            "{session}",
             "Idle sessions ended to make room for new ones.",
             |s| s.evicted_sessions,
         ),
         (
+            true,
             "mcpflow.http.server.expired_sessions",
+            "{session}",
             "Sessions ended by their idle timeout.",
             |s| s.expired_sessions,
         ),
     ];
-    let reader = move |read: Read, attributes: [KeyValue; 2], state: std::sync::Weak<AppState>| {
-        move |observer: &dyn AsyncInstrument<u64>| {
+    for (cumulative, name, unit, description, read) in instruments {
+        let attributes = attributes.clone();
+        let state = state.clone();
+        let callback = move |observer: &dyn AsyncInstrument<u64>| {
             if let Some(state) = state.upgrade() {
                 observer.observe(read(&stats_of(&state)), &attributes);
             }
+        };
+        if cumulative {
+            meter
+                .u64_observable_counter(name)
+                .with_unit(unit)
+                .with_description(description)
+                .with_callback(callback)
+                .build();
+        } else {
+            meter
+                .u64_observable_gauge(name)
+                .with_unit(unit)
+                .with_description(description)
+                .with_callback(callback)
+                .build();
         }
-    };
-    for (name, unit, description, read) in gauges {
-        meter
-            .u64_observable_gauge(name)
-            .with_unit(unit)
-            .with_description(description)
-            .with_callback(reader(read, attributes.clone(), state.clone()))
-            .build();
-    }
-    for (name, description, read) in counters {
-        meter
-            .u64_observable_counter(name)
-            .with_unit("{session}")
-            .with_description(description)
-            .with_callback(reader(read, attributes.clone(), state.clone()))
-            .build();
     }
 }
