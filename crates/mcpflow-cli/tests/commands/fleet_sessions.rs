@@ -515,7 +515,9 @@ async fn used_memory(redis: &redis::RedisServer) -> u64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn redis_holds_nothing_of_ended_or_idle_sessions_after_a_soak() {
     let redis = redis::RedisServer::start().await;
-    let nodes = three_nodes_with(&redis, &["--session-idle-timeout", "2"]);
+    // An idle timeout longer than the soak takes beside the other tests, so that the
+    // idle sessions are all still held when it ends.
+    let nodes = three_nodes_with(&redis, &["--session-idle-timeout", "6"]);
     let rr = RoundRobin::new(&nodes);
     let keys_before: u64 = redis.command(&["DBSIZE"]).await.parse().expect("a count");
     let memory_before = used_memory(&redis).await;
@@ -553,7 +555,7 @@ async fn redis_holds_nothing_of_ended_or_idle_sessions_after_a_soak() {
         keys_during > keys_before + 300,
         "the idle sessions are held: {keys_during} keys"
     );
-    // Idle sessions, and their streams, expire with the idle timeout (2 s).
+    // Idle sessions, and their streams, expire with the idle timeout (6 s).
     let drained = async {
         loop {
             let keys: u64 = redis.command(&["DBSIZE"]).await.parse().expect("a count");
