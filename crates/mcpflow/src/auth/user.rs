@@ -59,7 +59,7 @@ impl HeadlessRedirect {
     /// # Errors
     /// When the HTTP client cannot be built.
     pub fn new(redirect_uri: Url) -> Result<Self, UserStepError> {
-        let http = reqwest::Client::builder()
+        let http = crate::http::client::tls::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| UserStepError::Io(e.to_string()))?;

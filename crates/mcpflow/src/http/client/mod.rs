@@ -66,6 +66,7 @@ mod outgoing;
 mod post;
 mod sse;
 mod stream;
+pub(crate) mod tls;
 
 use std::fmt;
 use std::future::Future;
@@ -294,7 +295,7 @@ impl HttpClientBuilder {
             let value = HeaderValue::from_str(value).map_err(|e| invalid(e.to_string()))?;
             headers.append(header, value);
         }
-        let http = reqwest::Client::builder()
+        let http = tls::client_builder()
             .connect_timeout(self.connect_timeout)
             .build()
             .map_err(|e| BuildError::Client(e.to_string()))?;
