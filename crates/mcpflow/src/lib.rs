@@ -82,7 +82,7 @@
 //! | `http-server` | on | `http::server`: the streamable HTTP server (axum) |
 //! | `http-client` | on | `http::client`: the streamable HTTP client (reqwest), with the HTTP+SSE fallback; `auth`: OAuth client building blocks |
 //! | `rustls` | off | `https://` URLs for the HTTP client |
-//! | `oauth-jwt` | off | the OAuth client's `private_key_jwt` authentication and DPoP-bound tokens (ES256, ring) |
+//! | `oauth-jwt` | off | the OAuth client's `private_key_jwt` authentication and DPoP-bound tokens (ES256, aws-lc-rs) |
 //! | `jwt` | off | `http::server::auth::JwtVerifier`: JWT access tokens checked against a JWKS (jsonwebtoken) |
 //! | `redis` | off | `server::bus::RedisBus`: list changes and resource updates carried to every instance of a fleet over Redis pub/sub |
 //! | `otel` | off | [`telemetry`]: OpenTelemetry spans by the semantic conventions for MCP, W3C trace context in each request's `_meta`, and the duration metrics |

@@ -103,10 +103,10 @@ fn htu(url: &Url) -> String {
 mod imp {
     use std::time::{SystemTime, UNIX_EPOCH};
 
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
     use base64::Engine as _;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-    use ring::rand::SystemRandom;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
     use serde_json::{Value, json};
     use sha2::{Digest, Sha256};
 
@@ -135,7 +135,7 @@ mod imp {
         }
 
         fn from_pkcs8(pkcs8: Vec<u8>, rng: SystemRandom) -> Result<Key, String> {
-            let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng)
+            let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8)
                 .map_err(|e| format!("not a P-256 DPoP key: {e}"))?;
             // The uncompressed point: 0x04, then x and y, 32 bytes each.
             let point = pair.public_key().as_ref();
@@ -234,9 +234,9 @@ mod imp {
 #[cfg(all(test, feature = "oauth-jwt"))]
 mod tests {
     use super::*;
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
     use serde_json::Value;
     use sha2::{Digest, Sha256};
 

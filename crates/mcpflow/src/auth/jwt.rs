@@ -3,10 +3,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 use serde_json::json;
 
 use super::pkce::State;
@@ -35,7 +35,7 @@ pub(crate) fn client_assertion(
         .decode(body)
         .map_err(|_| fail("the PEM body is not base64"))?;
     let rng = SystemRandom::new();
-    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
+    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der)
         .map_err(|e| fail(&format!("not a P-256 key: {e}")))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -68,7 +68,7 @@ pub(crate) fn client_assertion(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED, KeyPair, UnparsedPublicKey};
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, KeyPair, UnparsedPublicKey};
 
     #[test]
     fn signs_a_verifiable_es256_assertion() {
@@ -87,7 +87,7 @@ mod tests {
         assert_eq!(claims["iss"], "client-1");
         assert_eq!(claims["sub"], "client-1");
         assert_eq!(claims["aud"], "https://as.example");
-        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
             .expect("key");
         let public = UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, key.public_key().as_ref());
         let signature = URL_SAFE_NO_PAD.decode(parts[2]).expect("b64");

@@ -498,9 +498,9 @@ async fn loopback_redirect_receives_the_code() {
 #[cfg(feature = "oauth-jwt")]
 #[tokio::test]
 async fn private_key_jwt_sends_an_assertion() {
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
     use base64::Engine as _;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
-    let rng = ring::rand::SystemRandom::new();
+    let rng = aws_lc_rs::rand::SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
     let pem = format!(
         "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",

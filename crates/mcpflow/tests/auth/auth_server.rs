@@ -726,10 +726,10 @@ async fn dpop_bound_tokens_go_with_a_fresh_proof_carrying_the_nonce() {
 /// A DPoP key of the test's own, to make proofs the client would not.
 #[cfg(all(feature = "jwt", feature = "oauth-jwt"))]
 mod proof_key {
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use ring::rand::SystemRandom;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
     use serde_json::{Value, json};
     use sha2::Digest as _;
 
@@ -743,9 +743,8 @@ mod proof_key {
             let rng = SystemRandom::new();
             let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
                 .expect("generate");
-            let pair =
-                EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
-                    .expect("key");
+            let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
+                .expect("key");
             let point = pair.public_key().as_ref().to_vec();
             let jwk = json!({"kty": "EC", "crv": "P-256",
                 "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])});
