@@ -19,6 +19,14 @@ pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     builder
 }
 
+/// A client with the shared TLS configuration and reqwest's defaults, for the verifiers
+/// that have no error to report; should that build fail, [`reqwest::Client::new`]'s own
+/// (which panics as it always did when TLS cannot start).
+#[cfg(feature = "http-server")]
+pub(crate) fn client() -> reqwest::Client {
+    client_builder().build().unwrap_or_default()
+}
+
 #[cfg(feature = "rustls")]
 mod shared {
     use std::sync::{Arc, OnceLock};

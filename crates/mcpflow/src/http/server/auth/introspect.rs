@@ -59,7 +59,7 @@ impl IntrospectionVerifier {
             endpoint,
             credentials: None,
             issuer: None,
-            http: reqwest::Client::new(),
+            http: crate::http::client::tls::client(),
             timeout: Duration::from_secs(10),
         }
     }

@@ -81,7 +81,7 @@ impl JwtVerifier {
             issuer: issuer.into(),
             jwks_uri,
             audience: audience.into(),
-            http: reqwest::Client::new(),
+            http: crate::http::client::tls::client(),
             timeout: Duration::from_secs(10),
             refetch_interval: Duration::from_secs(30),
             max_age: Duration::from_secs(3600),
