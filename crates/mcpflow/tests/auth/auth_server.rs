@@ -1,8 +1,9 @@
 //! The HTTP server as an OAuth protected resource, driven in process through
 //! [`HttpServer::router`]: the metadata at each well-known path, the 401 and 403
 //! challenges, scopes per tool and per method, audience and expiry checks, session
-//! binding, the principal in handlers; and the introspection and JWT verifiers against
-//! a local authorization server (loopback only). Every wait is bounded.
+//! binding, the principal in handlers, a 2026-07-28 call's arguments decoded once; and
+//! the introspection and JWT verifiers against a local authorization server (loopback
+//! only). Every wait is bounded.
 #![cfg(all(feature = "http-server", feature = "http-client"))]
 
 use crate::common;
@@ -525,6 +526,9 @@ async fn introspection_accepts_only_active_tokens_issued_for_this_resource() {
 #[cfg(feature = "jwt")]
 #[path = "auth_server/jwt.rs"]
 mod jwt;
+
+#[path = "auth_server/decode_once.rs"]
+mod decode_once;
 
 /// Read one HTTP/1.1 response head from `stream`: the status line and the headers,
 /// lower-cased.
