@@ -205,6 +205,15 @@ impl ReadFrame {
         }
     }
 
+    /// The method of a frame of one notification.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn notification_method(&self) -> Option<&str> {
+        match &self.items {
+            Items::Single(Ok(Item::Notification { method, .. })) => Some(method),
+            _ => None,
+        }
+    }
+
     /// The request a frame of one response (a result or an error) answers.
     #[cfg(feature = "http-server")]
     pub(crate) fn response_id(&self) -> Option<&RequestId> {

@@ -527,6 +527,56 @@ async fn http_serves_per_request_posts_without_a_session_and_checks_headers() {
 }
 
 #[tokio::test]
+async fn http_a_sessionless_post_that_is_not_one_request_gets_what_2026_allows() {
+    let running = common::http::serve(HttpServer::new(server())).await;
+    let url = running.url();
+    // No client notification is defined for HTTP in 2026-07-28: accepted, and nothing
+    // to deliver it to.
+    let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "_meta": envelope(json!({}))}});
+    let response = send(
+        &url,
+        &cancelled,
+        &[V, ("mcp-method", "notifications/cancelled")],
+    )
+    .await;
+    assert_eq!(response.status(), 202);
+    let body = bounded("the 202's body", response.text())
+        .await
+        .expect("body");
+    assert!(body.is_empty(), "a 202 has no body: {body}");
+
+    let batch = json!([request(1, "tools/list", json!({}))]);
+    let (status, body) = post(&url, &batch, &[V, ("mcp-method", "tools/list")]).await;
+    assert_eq!(
+        (status.as_u16(), &body["error"]["code"]),
+        (400, &json!(-32600)),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("batches"), "says why: {message}");
+
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+    let (status, body) = post(&url, &answer, &[V]).await;
+    assert_eq!(
+        (status.as_u16(), &body["error"]["code"]),
+        (400, &json!(-32600)),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains("initialize"),
+        "a 2026-07-28 client is not told to initialize: {message}"
+    );
+
+    // Without the 2026-07-28 header the same notification is a handshake-era one that
+    // names no session.
+    let (status, body) = post(&url, &cancelled, &[]).await;
+    assert_eq!(status, 400, "{body}");
+    bounded("shutdown", running.shutdown()).await;
+}
+
+#[tokio::test]
 async fn http_listen_is_an_event_stream_fed_from_outside() {
     let served = server();
     let running = common::http::serve(HttpServer::new(served.clone())).await;

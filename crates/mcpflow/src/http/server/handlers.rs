@@ -349,6 +349,11 @@ pub(crate) async fn post(
         })?;
         (state.create_session(id, false)?.0, true)
     } else {
+        if state.server.serves_per_request()
+            && let Some(answer) = super::sessionless::not_a_request(&headers, &posted.frame)
+        {
+            return answer;
+        }
         return Err(bad_request(
             "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned",
         ));

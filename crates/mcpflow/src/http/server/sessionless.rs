@@ -3,7 +3,8 @@
 //! its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`: 400 +
 //! -32020), and a JSON error answer gets the HTTP status the spec gives its code (404
 //! for -32601, 400 for the envelope errors). Each such request runs on an engine
-//! connection of its own, which lives as long as the request.
+//! connection of its own, which lives as long as the request. A 2026-07-28 POST that is
+//! not one request is a notification (202) or refused ([`not_a_request`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -11,11 +12,11 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use mcpflow_protocol::methods::method;
-use mcpflow_protocol::{ErrorCode, HANDSHAKE_VERSIONS, RequestId};
+use mcpflow_protocol::{ErrorCode, HANDSHAKE_VERSIONS, PER_REQUEST_VERSIONS, RequestId};
 use serde_json::Value;
 
 use super::handlers::{Refusal, decided, json_response, refuse, sse_response, stream_error};
@@ -47,6 +48,43 @@ pub(crate) fn is_sessionless_post(headers: &HeaderMap, request: &ReadRequest) ->
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !HANDSHAKE_VERSIONS.iter().any(|h| h.as_str() == v));
     header_per_request && request.method != method::INITIALIZE
+}
+
+/// The answer to a POST without a session whose `MCP-Protocol-Version` is a 2026-07-28
+/// one and whose body is not one request (those go to [`check`] and [`post`]). That
+/// version's body is a single request or notification: a notification is accepted
+/// (202) and changes nothing, as the version defines none for HTTP (a request is
+/// cancelled by closing its stream); a batch or a response is refused, saying why.
+/// `None` for a POST of another version.
+pub(crate) fn not_a_request(
+    headers: &HeaderMap,
+    frame: &ReadFrame,
+) -> Option<Result<Response, Refusal>> {
+    let version = headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())?;
+    if !PER_REQUEST_VERSIONS.iter().any(|v| v.as_str() == version) {
+        return None;
+    }
+    let refused = |message: String| {
+        Some(Err(refuse(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            message,
+        )))
+    };
+    if frame.is_batch() {
+        return refused(format!(
+            "a {version} POST carries one message: JSON-RPC batches are not part of this version"
+        ));
+    }
+    if frame.notification_method().is_some() {
+        return Some(Ok(StatusCode::ACCEPTED.into_response()));
+    }
+    refused(format!(
+        "a {version} client POSTs requests and notifications only: this server sends it no requests to answer"
+    ))
 }
 
 fn mismatch(id: &RequestId, message: String) -> Refusal {
