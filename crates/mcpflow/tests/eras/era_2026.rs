@@ -573,6 +573,25 @@ async fn http_a_sessionless_post_that_is_not_one_request_gets_what_2026_allows()
     // names no session.
     let (status, body) = post(&url, &cancelled, &[]).await;
     assert_eq!(status, 400, "{body}");
+
+    // 2026-07-28 has no GET stream and no DELETE: 405, POST allowed.
+    let client = reqwest::Client::new();
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = bounded(
+            "a 2026-07-28 GET or DELETE",
+            client
+                .request(method.clone(), &url)
+                .header("accept", "text/event-stream")
+                .header(V.0, V.1)
+                .send(),
+        )
+        .await
+        .expect("sent");
+        assert_eq!(response.status(), 405, "{method}");
+        assert_eq!(response.headers()["allow"], "POST", "{method}");
+        let body = bounded("its body", response.text()).await.expect("body");
+        assert!(body.contains("POST only"), "{method}: {body}");
+    }
     bounded("shutdown", running.shutdown()).await;
 }
 

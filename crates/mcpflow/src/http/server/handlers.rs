@@ -503,6 +503,9 @@ pub(crate) async fn get(
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
     stateful_only(&state, "a stateless server has no standalone event stream")?;
+    if state.server.serves_per_request() {
+        super::sessionless::post_only(&headers, "standalone event stream")?;
+    }
     if !accepts(&headers).1 {
         return Err(refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -549,6 +552,9 @@ pub(crate) async fn delete(
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
     stateful_only(&state, "a stateless server has no sessions to end")?;
+    if state.server.serves_per_request() {
+        super::sessionless::post_only(&headers, "sessions to end")?;
+    }
     let principal = principal.as_ref().map(|Extension(p)| p);
     let session = find_session(&state, &headers, principal).await?;
     if let Some(shared) = &state.config.sessions {

@@ -4,7 +4,8 @@
 //! -32020), and a JSON error answer gets the HTTP status the spec gives its code (404
 //! for -32601, 400 for the envelope errors). Each such request runs on an engine
 //! connection of its own, which lives as long as the request. A 2026-07-28 POST that is
-//! not one request is a notification (202) or refused ([`not_a_request`]).
+//! not one request is a notification (202) or refused ([`not_a_request`]); its GET or
+//! DELETE gets 405 ([`post_only`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use serde_json::Value;
 use super::handlers::{Refusal, decided, json_response, refuse, sse_response, stream_error};
 use super::session::{First, HttpSession, JsonAnswer, Reply, ReplyMode, StreamError};
 use super::table::AppState;
-use crate::http::PROTOCOL_VERSION_HEADER;
+use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::server::{Principal, Server, is_per_request};
 use crate::session::ReadRequest;
 use crate::transport::{InboundFrame, ReadFrame};
@@ -50,6 +51,35 @@ pub(crate) fn is_sessionless_post(headers: &HeaderMap, request: &ReadRequest) ->
     header_per_request && request.method != method::INITIALIZE
 }
 
+/// Whether a message without a session comes from a 2026-07-28 client: its
+/// `MCP-Protocol-Version` names a version of that era. `None` for any other.
+fn per_request_version(headers: &HeaderMap) -> Option<&str> {
+    let version = headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())?;
+    PER_REQUEST_VERSIONS
+        .iter()
+        .any(|v| v.as_str() == version)
+        .then_some(version)
+}
+
+/// 405 for a GET or a DELETE without a session from a 2026-07-28 client: that version
+/// has neither (its endpoint takes POST only; `subscriptions/listen` is its stream).
+pub(crate) fn post_only(headers: &HeaderMap, what: &str) -> Result<(), Refusal> {
+    if headers.contains_key(SESSION_ID_HEADER) {
+        return Ok(());
+    }
+    match per_request_version(headers) {
+        Some(version) => Err(refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::INVALID_REQUEST,
+            None,
+            format!("{version} has no {what}: its endpoint takes POST only"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The answer to a POST without a session whose `MCP-Protocol-Version` is a 2026-07-28
 /// one and whose body is not one request (those go to [`check`] and [`post`]). That
 /// version's body is a single request or notification: a notification is accepted
@@ -60,12 +90,7 @@ pub(crate) fn not_a_request(
     headers: &HeaderMap,
     frame: &ReadFrame,
 ) -> Option<Result<Response, Refusal>> {
-    let version = headers
-        .get(PROTOCOL_VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())?;
-    if !PER_REQUEST_VERSIONS.iter().any(|v| v.as_str() == version) {
-        return None;
-    }
+    let version = per_request_version(headers)?;
     let refused = |message: String| {
         Some(Err(refuse(
             StatusCode::BAD_REQUEST,
