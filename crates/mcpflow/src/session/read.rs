@@ -205,13 +205,10 @@ impl ReadFrame {
         }
     }
 
-    /// The method of a frame of one notification.
+    /// Whether the frame is one notification.
     #[cfg(feature = "http-server")]
-    pub(crate) fn notification_method(&self) -> Option<&str> {
-        match &self.items {
-            Items::Single(Ok(Item::Notification { method, .. })) => Some(method),
-            _ => None,
-        }
+    pub(crate) fn is_notification(&self) -> bool {
+        matches!(&self.items, Items::Single(Ok(Item::Notification { .. })))
     }
 
     /// The request a frame of one response (a result or an error) answers.

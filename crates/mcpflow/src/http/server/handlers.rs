@@ -349,8 +349,8 @@ pub(crate) async fn post(
         })?;
         (state.create_session(id, false)?.0, true)
     } else {
-        if state.server.serves_per_request()
-            && let Some(answer) = super::sessionless::not_a_request(&headers, &posted.frame)
+        if let Some(answer) =
+            super::sessionless::not_a_request(&state.server, &headers, &posted.frame)
         {
             return answer;
         }
@@ -503,9 +503,7 @@ pub(crate) async fn get(
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
     stateful_only(&state, "a stateless server has no standalone event stream")?;
-    if state.server.serves_per_request() {
-        super::sessionless::post_only(&headers, "standalone event stream")?;
-    }
+    super::sessionless::post_only(&state.server, &headers, "standalone event stream")?;
     if !accepts(&headers).1 {
         return Err(refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -552,9 +550,7 @@ pub(crate) async fn delete(
 ) -> Result<Response, Refusal> {
     precheck(&state, &headers)?;
     stateful_only(&state, "a stateless server has no sessions to end")?;
-    if state.server.serves_per_request() {
-        super::sessionless::post_only(&headers, "sessions to end")?;
-    }
+    super::sessionless::post_only(&state.server, &headers, "sessions to end")?;
     let principal = principal.as_ref().map(|Extension(p)| p);
     let session = find_session(&state, &headers, principal).await?;
     if let Some(shared) = &state.config.sessions {

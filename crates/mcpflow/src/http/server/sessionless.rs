@@ -44,32 +44,32 @@ pub(crate) fn is_sessionless_post(headers: &HeaderMap, request: &ReadRequest) ->
     if is_per_request(&request.method, request.head()) {
         return true;
     }
-    let header_per_request = headers
-        .get(PROTOCOL_VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())
+    let header_per_request = version_header(headers)
         .is_some_and(|v| !HANDSHAKE_VERSIONS.iter().any(|h| h.as_str() == v));
     header_per_request && request.method != method::INITIALIZE
 }
 
-/// Whether a message without a session comes from a 2026-07-28 client: its
-/// `MCP-Protocol-Version` names a version of that era. `None` for any other.
-fn per_request_version(headers: &HeaderMap) -> Option<&str> {
-    let version = headers
+fn version_header(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(PROTOCOL_VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())?;
-    PER_REQUEST_VERSIONS
-        .iter()
-        .any(|v| v.as_str() == version)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// The 2026-07-28 version a message without a session names in `MCP-Protocol-Version`,
+/// when `server` serves that era. `None` for any other.
+fn per_request_version<'a>(server: &Server, headers: &'a HeaderMap) -> Option<&'a str> {
+    let version = version_header(headers)?;
+    (server.serves_per_request() && PER_REQUEST_VERSIONS.iter().any(|v| v.as_str() == version))
         .then_some(version)
 }
 
 /// 405 for a GET or a DELETE without a session from a 2026-07-28 client: that version
 /// has neither (its endpoint takes POST only; `subscriptions/listen` is its stream).
-pub(crate) fn post_only(headers: &HeaderMap, what: &str) -> Result<(), Refusal> {
+pub(crate) fn post_only(server: &Server, headers: &HeaderMap, what: &str) -> Result<(), Refusal> {
     if headers.contains_key(SESSION_ID_HEADER) {
         return Ok(());
     }
-    match per_request_version(headers) {
+    match per_request_version(server, headers) {
         Some(version) => Err(refuse(
             StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::INVALID_REQUEST,
@@ -85,12 +85,13 @@ pub(crate) fn post_only(headers: &HeaderMap, what: &str) -> Result<(), Refusal> 
 /// version's body is a single request or notification: a notification is accepted
 /// (202) and changes nothing, as the version defines none for HTTP (a request is
 /// cancelled by closing its stream); a batch or a response is refused, saying why.
-/// `None` for a POST of another version.
+/// `None` for a POST of another version, or to a server that does not serve 2026-07-28.
 pub(crate) fn not_a_request(
+    server: &Server,
     headers: &HeaderMap,
     frame: &ReadFrame,
 ) -> Option<Result<Response, Refusal>> {
-    let version = per_request_version(headers)?;
+    let version = per_request_version(server, headers)?;
     let refused = |message: String| {
         Some(Err(refuse(
             StatusCode::BAD_REQUEST,
@@ -104,7 +105,7 @@ pub(crate) fn not_a_request(
             "a {version} POST carries one message: JSON-RPC batches are not part of this version"
         ));
     }
-    if frame.notification_method().is_some() {
+    if frame.is_notification() {
         return Some(Ok(StatusCode::ACCEPTED.into_response()));
     }
     refused(format!(
