@@ -6,7 +6,10 @@
 
 use crate::common;
 
+use std::io::Read;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
 
 use common::{BIN, read_all};
 
@@ -47,7 +50,6 @@ async fn ctrl_c_leaves_the_bar_where_it_was() {
     use mcpflow::Server;
     use mcpflow::http::server::HttpServer;
     use mcpflow::protocol::{CallToolResult, Tool};
-    use std::sync::Arc;
     use tokio::sync::Notify;
 
     let reported = Arc::new(Notify::new());
@@ -85,11 +87,13 @@ async fn ctrl_c_leaves_the_bar_where_it_was() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("`script` (util-linux) runs the command under a pseudo-terminal");
-    let recording = read_all(child.stdout.take().unwrap());
+    let recording = Recording::start(child.stdout.take().unwrap());
     let _stderr = read_all(child.stderr.take().unwrap());
     tokio::time::timeout(common::LIMIT, reported.notified())
         .await
         .expect("the tool reports its progress");
+    // The report has left the server; the interrupt waits until the bar shows it.
+    tokio::task::block_in_place(|| recording.wait_for(" 3/20"));
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let _ = std::fs::remove_file(&pid_file);
     let killed = Command::new("kill")
@@ -105,7 +109,7 @@ async fn ctrl_c_leaves_the_bar_where_it_was() {
     })
     .await
     .unwrap();
-    let recording = recording.join().unwrap();
+    let recording = recording.finish();
     assert_eq!(status.code(), Some(130), "{recording:?}");
     let last = recording
         .rfind("/20")
@@ -116,4 +120,53 @@ async fn ctrl_c_leaves_the_bar_where_it_was() {
         "the bar stays at 3 of 20: {last:?} in {recording:?}"
     );
     running.shutdown().await;
+}
+
+/// What a pseudo-terminal shows, read as it comes, so that a test can wait for a
+/// particular drawing before it acts.
+struct Recording {
+    shown: Arc<(Mutex<Vec<u8>>, Condvar)>,
+    reader: thread::JoinHandle<()>,
+}
+
+impl Recording {
+    fn start(mut from: impl Read + Send + 'static) -> Recording {
+        let shown = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+        let reader = thread::spawn({
+            let shown = shown.clone();
+            move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = from.read(&mut chunk) {
+                    let (bytes, changed) = &*shown;
+                    bytes.lock().unwrap().extend_from_slice(&chunk[..n]);
+                    changed.notify_all();
+                }
+            }
+        });
+        Recording { shown, reader }
+    }
+
+    /// Wait, at most [`common::LIMIT`], until the terminal has shown `text`.
+    fn wait_for(&self, text: &str) {
+        let needle = text.as_bytes();
+        let (bytes, changed) = &*self.shown;
+        let (bytes, wait) = changed
+            .wait_timeout_while(bytes.lock().unwrap(), common::LIMIT, |b| {
+                !b.windows(needle.len()).any(|w| w == needle)
+            })
+            .unwrap();
+        assert!(
+            !wait.timed_out(),
+            "the terminal did not show {text:?} within {:?}: {:?}",
+            common::LIMIT,
+            String::from_utf8_lossy(&bytes)
+        );
+    }
+
+    /// Everything shown, once the terminal has closed.
+    fn finish(self) -> String {
+        self.reader.join().unwrap();
+        let bytes = self.shown.0.lock().unwrap();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
 }
