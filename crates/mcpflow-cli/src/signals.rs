@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
 use crate::failure::EXIT_INTERRUPTED;
@@ -41,9 +42,18 @@ impl Interrupt {
     /// Take over SIGINT for the rest of the process. `quiet`: print nothing (`--json`).
     pub fn install(quiet: bool) -> Interrupt {
         let (tx, pressed) = watch::channel(false);
+        // Registered here, not in the task: a SIGINT that comes before the task first
+        // runs is then caught too, instead of killing the process.
+        let mut sigint = match signal(SignalKind::interrupt()) {
+            Ok(sigint) => sigint,
+            Err(e) => {
+                tracing::warn!(error = %e, "Ctrl-C cannot be taken over; it ends the process");
+                return Interrupt { pressed };
+            }
+        };
         tokio::spawn(async move {
             let mut presses = 0u32;
-            while tokio::signal::ctrl_c().await.is_ok() {
+            while sigint.recv().await.is_some() {
                 presses += 1;
                 if presses == 1 {
                     if !quiet {
