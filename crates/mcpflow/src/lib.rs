@@ -3,8 +3,9 @@
 #![doc = include_str!("../docs/getting-started.md")]
 //!
 //! With the `macros` feature (on by default) the same tool is
-//! `#[mcpflow::tool] async fn add(args: Add) -> ...` (see `mcpflow-macros`);
-//! `docs/comparison.md` shows it next to rmcp, FastMCP and the TypeScript SDK.
+//! `#[mcpflow::tool] async fn add(args: Add) -> ...` (see
+//! [Attribute macros](#attribute-macros)); `docs/comparison.md` shows it next to rmcp,
+//! FastMCP and the TypeScript SDK.
 //!
 //! # A client, with progress
 //!
@@ -87,6 +88,8 @@
 //! | `redis` | off | `server::bus::RedisBus`: list changes and resource updates carried to every instance of a fleet over Redis pub/sub |
 //! | `otel` | off | [`telemetry`]: OpenTelemetry spans by the semantic conventions for MCP, W3C trace context in each request's `_meta`, and the duration metrics |
 //! | `macros` | on | `#[tool]`, `#[tools]`, `#[prompt]`, `#[resource]` (the `mcpflow-macros` crate) |
+//!
+#![cfg_attr(feature = "macros", doc = include_str!("../docs/macros.md"))]
 
 #[cfg(feature = "http-client")]
 pub mod auth;
@@ -104,10 +107,18 @@ pub mod transport;
 pub use client::Client;
 pub use config::{SessionConfig, SessionConfigBuilder};
 pub use error::{CloseReason, SessionError, TransportError};
-/// Attribute macros that register functions as tools, prompts and resources on a
-/// [`server::ServerBuilder`] (feature `macros`, on by default; see `mcpflow-macros`).
 #[cfg(feature = "macros")]
-pub use mcpflow_macros::{prompt, resource, tool, tools};
+#[doc = include_str!("../docs/macros/prompt.md")]
+pub use mcpflow_macros::prompt;
+#[cfg(feature = "macros")]
+#[doc = include_str!("../docs/macros/resource.md")]
+pub use mcpflow_macros::resource;
+#[cfg(feature = "macros")]
+#[doc = include_str!("../docs/macros/tool.md")]
+pub use mcpflow_macros::tool;
+#[cfg(feature = "macros")]
+#[doc = include_str!("../docs/macros/tools.md")]
+pub use mcpflow_macros::tools;
 pub use mcpflow_protocol as protocol;
 
 /// [schemars](https://docs.rs/schemars), which describes tool arguments and results as JSON

@@ -1,5 +1,4 @@
 //! Bounded waits: a deadlock fails with the scenario's name instead of hanging the run.
-//! Shared with `mcpflow-macros/tests/end_to_end.rs` by path.
 
 use std::future::Future;
 use std::time::Duration;

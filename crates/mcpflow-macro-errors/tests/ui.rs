@@ -1,5 +1,5 @@
 //! Compile-time errors: each `tests/ui/*.rs` must fail with the message and span in its
-//! `.stderr` (regenerate with `TRYBUILD=overwrite cargo test -p mcpflow-macros --test ui`
+//! `.stderr` (regenerate with `TRYBUILD=overwrite cargo test -p mcpflow-macro-errors --test ui`
 //! and review the diff).
 
 #[test]

@@ -1,5 +1,6 @@
-//! Each macro end to end: a server built from generated registrations, a client over
-//! `MemoryTransport::pair(1)`, the lists and calls checked. Every wait is bounded.
+//! `#[tool]`, `#[tools]`, `#[prompt]` and `#[resource]` end to end: a server built from
+//! the generated registrations, a client over `MemoryTransport::pair(1)`, the lists and
+//! calls checked. Every wait is bounded.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,12 +17,8 @@ use mcpflow::transport::MemoryTransport;
 use mcpflow::{prompt, resource, tool, tools};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use wait::bounded;
 
-/// The bounded waits of mcpflow's integration tests.
-#[allow(dead_code)] // `bounded_for` (paused clocks) and `until` are not used here
-#[path = "../../mcpflow/tests/common/wait.rs"]
-mod wait;
+use crate::common::bounded;
 
 async fn connect(builder: ServerBuilder) -> (Client, RunningServer) {
     let server = builder.build();
