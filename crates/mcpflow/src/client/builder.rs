@@ -160,8 +160,11 @@ impl ClientBuilder {
         self
     }
 
-    /// Longest wait for the answer to the `server/discover` probe; past it the server
-    /// is taken to speak only the handshake era. Default: 5 s.
+    /// Longest wait for the answer to the `server/discover` probe in [`Era::Auto`]; past
+    /// it the server is taken to speak only the handshake era. Default: 5 s. Pinned to
+    /// [`Era::PerRequest`], the probe has nothing to fall back to and waits the request
+    /// timeout ([`SessionConfigBuilder::request_timeout`](crate::SessionConfigBuilder::request_timeout))
+    /// instead.
     pub fn discover_timeout(mut self, timeout: Duration) -> Self {
         self.discover_timeout = timeout;
         self
@@ -373,6 +376,12 @@ impl ClientBuilder {
         let service = Arc::new(ClientService {
             shared: shared.clone(),
         });
+        // Pinned to the per-request era, the probe is the connection itself, with no
+        // fallback to wait less for: it waits as any request does.
+        let discover_wait = match self.era {
+            Era::PerRequest => self.config.request_timeout,
+            Era::Auto | Era::Handshake => self.discover_timeout,
+        };
         let session = Session::start(transport, service, self.config);
         session.peer().note_side(crate::telemetry::Side::Client);
         let handle = ClientHandle {
@@ -395,13 +404,7 @@ impl ClientBuilder {
                 capabilities: per_request_capabilities(&capabilities),
                 info: self.info.clone(),
             };
-            let probe = era::probe(
-                &handle.peer,
-                &identity,
-                self.log_level,
-                self.discover_timeout,
-            )
-            .await;
+            let probe = era::probe(&handle.peer, &identity, self.log_level, discover_wait).await;
             match probe {
                 Probe::PerRequest {
                     version,

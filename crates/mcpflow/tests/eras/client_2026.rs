@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{AnyTransport, RawPeer, bounded, pair};
+use common::{AnyTransport, RawPeer, bounded, bounded_for, pair};
 use mcpflow::SessionError;
 use mcpflow::client::{Client, ClientBuilder, ConnectError, Era};
 use mcpflow::protocol::{CreateMessageResult, ElicitResult, JsonObject, Root};
@@ -195,6 +195,32 @@ async fn a_client_pinned_to_per_request_refuses_a_handshake_server() {
         matches!(outcome, Err(ConnectError::HandshakeOnly(_))),
         "{outcome:?}"
     );
+}
+
+/// A server slow to start (a Python one on a loaded machine) answers the probe after
+/// the 5 s that Auto waits before falling back: pinned to per-request, with nothing to
+/// fall back to, the client waits its request timeout instead and connects.
+#[tokio::test(start_paused = true)]
+async fn a_client_pinned_to_per_request_waits_its_request_timeout_for_the_probe() {
+    let (transport, mut peer) = memory();
+    let server = async {
+        let probe = peer.recv().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        peer.send(discover_result(&probe["id"])).await;
+    };
+    let config = mcpflow::SessionConfig::builder()
+        .request_timeout(Duration::from_secs(30))
+        .build();
+    let connect = Client::builder("t", "1")
+        .era(Era::PerRequest)
+        .session_config(config)
+        .connect(transport);
+    let (client, ()) = bounded_for(Duration::from_secs(60), "slow probe answer", async {
+        tokio::join!(connect, server)
+    })
+    .await;
+    let client = client.unwrap();
+    assert!(client.is_per_request());
 }
 
 #[tokio::test]
