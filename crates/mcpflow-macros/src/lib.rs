@@ -5,8 +5,7 @@
 //!
 //! Use them through mcpflow, which exports them as `mcpflow::{tool, tools, prompt,
 //! resource, JsonSchema}` (feature `macros`, on by default, for the first four). The
-//! generated code names `::mcpflow` and `::serde`. The guide, with an example for each
-//! macro and the builder code it stands for, is mcpflow's
+//! guide, with an example for each macro and the builder code it stands for, is mcpflow's
 //! [Attribute macros](https://docs.rs/mcpflow/latest/mcpflow/#attribute-macros).
 
 // Each attribute macro is documented on mcpflow's re-export, the page its users read,

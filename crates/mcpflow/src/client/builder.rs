@@ -162,9 +162,8 @@ impl ClientBuilder {
 
     /// Longest wait for the answer to the `server/discover` probe in [`Era::Auto`]; past
     /// it the server is taken to speak only the handshake era. Default: 5 s. Pinned to
-    /// [`Era::PerRequest`], the probe has nothing to fall back to and waits the request
-    /// timeout ([`SessionConfigBuilder::request_timeout`](crate::SessionConfigBuilder::request_timeout))
-    /// instead.
+    /// [`Era::PerRequest`], the probe has nothing to fall back to and waits the
+    /// [request timeout](crate::SessionConfigBuilder::request_timeout) instead.
     pub fn discover_timeout(mut self, timeout: Duration) -> Self {
         self.discover_timeout = timeout;
         self
@@ -376,8 +375,8 @@ impl ClientBuilder {
         let service = Arc::new(ClientService {
             shared: shared.clone(),
         });
-        // Pinned to the per-request era, the probe is the connection itself, with no
-        // fallback to wait less for: it waits as any request does.
+        // Pinned to the per-request era, the probe has no handshake to fall back to: it
+        // waits as long as any request.
         let discover_wait = match self.era {
             Era::PerRequest => self.config.request_timeout,
             Era::Auto | Era::Handshake => self.discover_timeout,
