@@ -1,39 +1,23 @@
 #!/usr/bin/env bash
 # Checks that the crates are ready to publish:
 #   1. rust-version: no locked dependency of a published crate needs a newer Rust;
-#   2. every feature of mcpflow builds alone, and with none (cargo-hack; all together is
-#      the workspace's own build);
+#   2. every feature of mcpflow builds alone, and with none (all together is the
+#      workspace's own build);
 #   3. `cargo publish --workspace --dry-run`: each crate packages and builds from its
 #      package alone, against the others as packaged;
 #   4. the public API of the library crates equals the listing in docs/public-api/
-#      (cargo-public-api): a change to the API shows as a diff of that listing.
+#      (scripts/api-listing, the `public-api` library that cargo-public-api prints with):
+#      a change to the API shows as a diff of that listing.
 #      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
 # Arguments name the parts to run (`versions`, `features`, `package`, `api`), in order;
 # without any, all four. `package` and `api` build in target directories of their own, so
-# they can run beside other cargo commands. The tools are installed, pinned, into
-# .peers/tools (git-ignored).
+# they can run beside other cargo commands. The one tool, scripts/api-listing, builds
+# from its own lockfile.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 target="${CARGO_TARGET_DIR:-$root/target}"
-
-CARGO_HACK=0.6.46
-# 0.52 reads rustdoc JSON format 57, which rustdoc 1.95 writes.
-CARGO_PUBLIC_API=0.52.0
-
-tools="$root/.peers/tools"
-export PATH="$tools/bin:$PATH"
-install_tool() {
-    local name="$1" version="$2"
-    if [[ "$("$tools/bin/$name" "${name#cargo-}" --version 2>/dev/null || true)" == *"$version"* ]]; then
-        return
-    fi
-    echo "--> installing $name $version into $tools"
-    # Unoptimised: they build in half the time and run for a second.
-    CARGO_TARGET_DIR="$target/tools" timeout 1200 \
-        cargo install -q --locked --debug --root "$tools" "$name@$version" -j2
-}
 
 # rust-version against the locked dependencies.
 versions() {
@@ -71,13 +55,26 @@ if version(need["rust_version"]) > ours:
 EOF
 }
 
-# Every feature of mcpflow alone, and none.
+# Every feature of mcpflow alone, and none: what `cargo hack check --each-feature` runs,
+# without building that tool on every clean run.
 features() {
-install_tool cargo-hack "$CARGO_HACK"
-echo "--> cargo hack check -p mcpflow --each-feature (default, none, each alone)"
+echo "--> cargo check -p mcpflow: default features, none, each alone"
+local feature features
+features="$(cargo metadata -q --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+mcpflow = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "mcpflow")
+print(" ".join(sorted(f for f in mcpflow["features"] if f != "default")))')"
 # Every feature together is the workspace's own build (the CLI turns on the rest), which
 # clippy and the tests have checked.
-timeout 1800 cargo hack check -q -j2 -p mcpflow --each-feature --exclude-all-features
+local runs=("" "--no-default-features")
+for feature in $features; do
+    runs+=("--no-default-features --features $feature")
+done
+for flags in "${runs[@]}"; do
+    echo "    cargo check -p mcpflow ${flags:-(default features)}"
+    # shellcheck disable=SC2086 # the flags are words
+    timeout 600 cargo check -q -j2 -p mcpflow $flags
+done
 }
 
 # Each crate packaged and built from its package.
@@ -98,7 +95,10 @@ CARGO_TARGET_DIR="$package_target" RUSTFLAGS="-D warnings" timeout 1800 \
 
 # The public API against docs/public-api/.
 api() {
-install_tool cargo-public-api "$CARGO_PUBLIC_API"
+echo "--> building scripts/api-listing"
+# Unoptimised: it builds in half the time and runs for a second.
+timeout 1200 cargo build -q --locked -j2 --manifest-path scripts/api-listing/Cargo.toml \
+    --target-dir "$target/tools"
 echo "--> public API listings (docs/public-api/)"
 listings="$root/docs/public-api"
 mkdir -p "$listings"
@@ -110,8 +110,7 @@ for crate in mcpflow-protocol mcpflow mcpflow-macros; do
     # features: the others add no public item.
     RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$target/public-api" timeout 1200 \
         cargo rustdoc -q -j2 -p "$crate" --lib -- -Zunstable-options --output-format json
-    # -s leaves out blanket impls, which change with the dependencies' versions.
-    cargo public-api --rustdoc-json "$target/public-api/doc/$name.json" -s >"$target/public-api/$name.txt"
+    "$target/tools/debug/api-listing" "$target/public-api/doc/$name.json" >"$target/public-api/$name.txt"
     if [[ "${MCPFLOW_BLESS_API:-0}" == 1 ]]; then
         cp "$target/public-api/$name.txt" "$listings/$name.txt"
     elif ! diff -u "$listings/$name.txt" "$target/public-api/$name.txt"; then
