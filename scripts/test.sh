@@ -13,8 +13,16 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# Each step's header carries the seconds elapsed so far, so a slow step shows in the log.
-step() { echo "==> [${SECONDS}s] $*"; }
+# Each step's header carries the seconds elapsed so far, and the machine's busy and idle
+# CPU seconds since the start (from /proc/stat), so a slow step shows in the log and so
+# does whether it had the cores to itself.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%d %d", ($2+$3+$4+$7+$8)/hz, ($5+$6)/hz}' /proc/stat; }
+read -r busy0 idle0 < <(cpu)
+step() {
+    local busy idle
+    read -r busy idle < <(cpu)
+    echo "==> [${SECONDS}s, cpu busy $((busy - busy0))s idle $((idle - idle0))s] $*"
+}
 logs="$(mktemp -d -t mcpflow-test.XXXXXX)"
 # A background step's end: its output, then its status.
 finish() { # pid log what
@@ -38,8 +46,10 @@ step "scripts/install-peers.sh, in the background (pinned Python and TypeScript 
 ./scripts/install-peers.sh >"$logs/peers.log" 2>&1 &
 peers=$!
 
-step "cargo clippy --workspace --all-targets -j2 -- -D warnings"
-cargo clippy --workspace --all-targets -j2 -- -D warnings
+# Every feature, so that the code behind the optional ones is linted too, and so that the
+# docs below find their dependencies checked with the same features.
+step "cargo clippy --workspace --all-targets --all-features -j2 -- -D warnings"
+cargo clippy --workspace --all-targets --all-features -j2 -- -D warnings
 
 step "${tests[*]} --no-run (the build)"
 "${tests[@]}" --no-run
@@ -84,4 +94,4 @@ finish "$interop" "$logs/interop.log" "interop/run-matrix.sh"
 step "MCP conformance suite results"
 finish "$conformance" "$logs/conformance.log" "scripts/conformance.sh"
 
-echo "all checks passed in ${SECONDS}s"
+step "all checks passed"
