@@ -10,9 +10,9 @@
 #      a change to the API shows as a diff of that listing.
 #      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
 # Arguments name the parts to run (`versions`, `features`, `package`, `api`), in order;
-# without any, all four. `package` and `api` build in target directories of their own, so
-# they can run beside other cargo commands. The one tool, scripts/api-listing, builds
-# from its own lockfile.
+# without any, all four. `package` builds in a target directory of its own, so it can run
+# beside other cargo commands; `api` reuses what `features` checked. The one tool,
+# scripts/api-listing, builds from its own lockfile.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -101,16 +101,21 @@ timeout 1200 cargo build -q --locked -j2 --manifest-path scripts/api-listing/Car
     --target-dir "$target/tools"
 echo "--> public API listings (docs/public-api/)"
 listings="$root/docs/public-api"
-mkdir -p "$listings"
+mkdir -p "$listings" "$target/public-api"
+# Rustdoc JSON is unstable; RUSTC_BOOTSTRAP lets stable rustdoc write it. It is set for
+# rustdoc alone: build scripts that read it (proc-macro2's) would otherwise rerun, and
+# everything built on them with it. So the dependencies come from the main target
+# directory as `cargo check -p mcpflow` (the features above) left them.
+rustdoc_json="$target/public-api/rustdoc-json"
+printf '#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec rustdoc "$@"\n' >"$rustdoc_json"
+chmod +x "$rustdoc_json"
 changed=0
 for crate in mcpflow-protocol mcpflow mcpflow-macros; do
     name="${crate//-/_}"
-    # Rustdoc JSON is unstable; RUSTC_BOOTSTRAP lets stable rustdoc write it. Its own
-    # target directory keeps that setting from invalidating the main build. Default
-    # features: the others add no public item.
-    RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$target/public-api" timeout 1200 \
+    # Default features: the others add no public item.
+    RUSTDOC="$rustdoc_json" timeout 1200 \
         cargo rustdoc -q -j2 -p "$crate" --lib -- -Zunstable-options --output-format json
-    "$target/tools/debug/api-listing" "$target/public-api/doc/$name.json" >"$target/public-api/$name.txt"
+    "$target/tools/debug/api-listing" "$target/doc/$name.json" >"$target/public-api/$name.txt"
     if [[ "${MCPFLOW_BLESS_API:-0}" == 1 ]]; then
         cp "$target/public-api/$name.txt" "$listings/$name.txt"
     elif ! diff -u "$listings/$name.txt" "$target/public-api/$name.txt"; then

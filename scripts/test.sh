@@ -6,9 +6,9 @@
 #
 # On 2 cores the steps overlap where one mostly waits: the peers (Python venvs, npm
 # packages) install while clippy runs; the checks that build in target directories of
-# their own (the publish dry run, the public API, the README's crate) and the interop
-# matrix run while the tests run; the conformance suite runs while the feature matrix
-# builds. A background step's output is printed whole when it ends.
+# their own (the publish dry run, the README's crate) and the interop matrix run while
+# the tests run; the conformance suite runs while the feature matrix and the public API
+# build. A background step's output is printed whole when it ends.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,8 +58,8 @@ step "${tests[*]} --no-run (the build)"
 # below use them as they are.
 export MCPFLOW_PREBUILT=1
 
-step "in the background: the publish dry run and the public API (scripts/release-check.sh package api), then the README's crate (scripts/fresh-crate.sh)"
-(./scripts/release-check.sh package api && ./scripts/fresh-crate.sh) >"$logs/release.log" 2>&1 &
+step "in the background: the publish dry run (scripts/release-check.sh package), then the README's crate (scripts/fresh-crate.sh)"
+(./scripts/release-check.sh package && ./scripts/fresh-crate.sh) >"$logs/release.log" 2>&1 &
 release=$!
 
 # The tests and the interop matrix use redis-server, which the peers' installation brings.
@@ -82,11 +82,12 @@ step "MCP conformance suite over streamable HTTP (server and client suites), in 
 ./scripts/conformance.sh >"$logs/conformance.log" 2>&1 &
 conformance=$!
 
-step "rust-version and every feature of mcpflow alone (scripts/release-check.sh versions features)"
-./scripts/release-check.sh versions features
+# The public API's rustdoc finds its dependencies as the feature checks left them.
+step "rust-version, every feature of mcpflow alone, the public API (scripts/release-check.sh versions features api)"
+./scripts/release-check.sh versions features api
 
-step "the publish dry run, the public API and the README's crate"
-finish "$release" "$logs/release.log" "scripts/release-check.sh package api, scripts/fresh-crate.sh"
+step "the publish dry run and the README's crate"
+finish "$release" "$logs/release.log" "scripts/release-check.sh package, scripts/fresh-crate.sh"
 
 step "interop matrix results"
 finish "$interop" "$logs/interop.log" "interop/run-matrix.sh"
