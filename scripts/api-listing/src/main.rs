@@ -14,7 +14,10 @@ fn main() -> ExitCode {
     {
         Ok(api) => api,
         Err(e) => {
-            eprintln!("api-listing: {}: {e}", path.to_string_lossy());
+            eprintln!(
+                "api-listing: {}: {e}",
+                std::path::Path::new(&path).display()
+            );
             return ExitCode::FAILURE;
         }
     };
