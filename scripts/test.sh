@@ -16,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Each step's header carries the seconds elapsed so far, and the machine's busy and idle
 # CPU seconds since the start (from /proc/stat), so a slow step shows in the log and so
 # does whether it had the cores to itself.
-cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%d %d", ($2+$3+$4+$7+$8)/hz, ($5+$6)/hz}' /proc/stat; }
+cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%d %d\n", ($2+$3+$4+$7+$8)/hz, ($5+$6)/hz}' /proc/stat; }
 read -r busy0 idle0 < <(cpu)
 step() {
     local busy idle
