@@ -12,6 +12,12 @@
 //! that instance's streams.
 //!
 //! [`RedisBus`] (feature `redis`) carries announcements over Redis pub/sub.
+// Without the feature the item is not in this build's docs: the links go to docs.rs.
+#![cfg_attr(
+    not(feature = "redis"),
+    doc = "",
+    doc = "[`RedisBus`]: <https://docs.rs/mcpflow/latest/mcpflow/server/bus/struct.RedisBus.html>"
+)]
 
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -87,6 +93,11 @@ pub enum BusError {
 /// `publish` sends to every instance, this one included; `deliver_to` is called once,
 /// when the server is built, and from then on the bus calls `deliver` for every
 /// announcement any instance published, one at a time, until the bus is dropped.
+#[cfg_attr(
+    not(feature = "redis"),
+    doc = "",
+    doc = "[`RedisBus`]: <https://docs.rs/mcpflow/latest/mcpflow/server/bus/struct.RedisBus.html>"
+)]
 pub trait NotificationBus: Send + Sync + 'static {
     /// Send `announcement` to every instance.
     ///
