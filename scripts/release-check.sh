@@ -5,14 +5,15 @@
 #      workspace's own build);
 #   3. `cargo publish --workspace --dry-run`: each crate packages and builds from its
 #      package alone, against the others as packaged;
-#   4. the public API of the library crates equals the listing in docs/public-api/
-#      (scripts/api-listing, the `public-api` library that cargo-public-api prints with):
-#      a change to the API shows as a diff of that listing.
+#   4. the public API of the library crates, every feature on, equals the listing in
+#      docs/public-api/ (scripts/api-listing, the `public-api` library that
+#      cargo-public-api prints with): a change to the API shows as a diff of that listing.
 #      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
 # Arguments name the parts to run (`versions`, `features`, `package`, `api`), in order;
 # without any, all four. `package` builds in a target directory of its own, so it can run
-# beside other cargo commands; `api` reuses what `features` checked. The one tool,
-# scripts/api-listing, builds from its own lockfile.
+# beside other cargo commands; `api` reuses the dependencies that clippy checked with every
+# feature, where scripts/test.sh ran it first. The one tool, scripts/api-listing, builds
+# from its own lockfile.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -104,17 +105,18 @@ listings="$root/docs/public-api"
 mkdir -p "$listings" "$target/public-api"
 # Rustdoc JSON is unstable; RUSTC_BOOTSTRAP lets stable rustdoc write it. It is set for
 # rustdoc alone: build scripts that read it (proc-macro2's) would otherwise rerun, and
-# everything built on them with it. So the dependencies come from the main target
-# directory as `cargo check -p mcpflow` (the features above) left them.
+# everything built on them with it.
 rustdoc_json="$target/public-api/rustdoc-json"
 printf '#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec rustdoc "$@"\n' >"$rustdoc_json"
 chmod +x "$rustdoc_json"
+# Every feature, as docs.rs documents the crates. The selection is scripts/test.sh's docs
+# step's (the examples take in the dev-dependencies, so the features unify as for clippy):
+# the dependencies come checked from there, and only the workspace's crates are documented.
+RUSTDOC="$rustdoc_json" RUSTDOCFLAGS="-Zunstable-options --output-format json" timeout 1200 \
+    cargo doc -q -j2 --workspace --all-features --no-deps --lib --bin mcpflow-bench --examples
 changed=0
 for crate in mcpflow-protocol mcpflow mcpflow-macros; do
     name="${crate//-/_}"
-    # Default features: the others add no public item.
-    RUSTDOC="$rustdoc_json" timeout 1200 \
-        cargo rustdoc -q -j2 -p "$crate" --lib -- -Zunstable-options --output-format json
     "$target/tools/debug/api-listing" "$target/doc/$name.json" >"$target/public-api/$name.txt"
     if [[ "${MCPFLOW_BLESS_API:-0}" == 1 ]]; then
         cp "$target/public-api/$name.txt" "$listings/$name.txt"

@@ -87,7 +87,8 @@ step "MCP conformance suite over streamable HTTP (server and client suites), in 
 ./scripts/conformance.sh >"$logs/conformance.log" 2>&1 &
 conformance=$!
 
-# The public API's rustdoc finds its dependencies as the feature checks left them.
+# The public API's rustdoc JSON documents what the docs step did, so it finds the same
+# dependencies checked.
 step "rust-version, every feature of mcpflow alone, the public API (scripts/release-check.sh versions features api)"
 ./scripts/release-check.sh versions features api
 
