@@ -1,4 +1,4 @@
-use mcpflow::resource;
+use mcpflow_macros::resource;
 
 /// Unbalanced braces.
 #[resource("items://{id/data")]

@@ -1,4 +1,4 @@
-use mcpflow::resource;
+use mcpflow_macros::resource;
 
 /// The template's variables must be received.
 #[resource("items://{id}/{part}")]

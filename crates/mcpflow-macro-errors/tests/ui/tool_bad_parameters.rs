@@ -1,5 +1,5 @@
-use mcpflow::server::ServerContext;
-use mcpflow::tool;
+struct ServerContext; // the macros know mcpflow's by its name
+use mcpflow_macros::tool;
 
 struct Args;
 
@@ -29,7 +29,7 @@ impl Counter {
 
 struct State;
 
-#[mcpflow::tools]
+#[mcpflow_macros::tools]
 impl State {
     /// `&mut self` cannot be shared behind an `Arc`.
     #[tool]

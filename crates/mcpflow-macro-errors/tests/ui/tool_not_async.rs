@@ -1,4 +1,4 @@
-use mcpflow::tool;
+use mcpflow_macros::tool;
 
 /// Not async.
 #[tool]
