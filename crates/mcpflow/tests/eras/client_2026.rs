@@ -48,7 +48,9 @@ fn assert_envelope(request: &Value) {
     );
 }
 
-/// Connect `builder` while `script` plays the server's side of the probe.
+/// Connect `builder` while the peer plays the server's side of the probe. It leaves the
+/// listen stream unacknowledged, so `connect` waits out its limit for the acknowledgement:
+/// the tests that connect this way and do not acknowledge run on the paused clock.
 async fn connect_per_request(builder: ClientBuilder) -> (Client, RawPeer) {
     let (transport, mut peer) = memory();
     let server = async {
@@ -69,7 +71,7 @@ fn builder() -> ClientBuilder {
     Client::builder("t", "1").era(Era::Auto)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_discover_result_means_per_request_and_every_request_carries_the_envelope() {
     let (client, mut peer) = connect_per_request(builder()).await;
     assert!(client.is_per_request());
@@ -109,7 +111,7 @@ async fn a_discover_result_means_per_request_and_every_request_carries_the_envel
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_unsupported_version_error_means_per_request_with_a_version_from_supported() {
     let (transport, mut peer) = memory();
     let server = async {
@@ -273,7 +275,7 @@ fn all_three() -> Value {
     })
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn input_required_is_fulfilled_with_each_callback_over_several_rounds() {
     let (client, mut peer) = connect_per_request(with_callbacks()).await;
     let call = tokio::spawn({
@@ -317,7 +319,7 @@ async fn input_required_is_fulfilled_with_each_callback_over_several_rounds() {
     assert_eq!(result.content[0].as_text(), Some("done"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn input_rounds_are_bounded() {
     let (client, mut peer) = connect_per_request(with_callbacks().max_input_rounds(2)).await;
     let call = tokio::spawn({
@@ -339,7 +341,7 @@ async fn input_rounds_are_bounded() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_input_request_without_its_callback_fails_clearly() {
     let (client, mut peer) = connect_per_request(builder()).await;
     let call = tokio::spawn({
@@ -418,7 +420,7 @@ async fn lists_are_cached_for_their_ttl() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn list_changes_arrive_on_a_listen_stream() {
     let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel();
     let watching = builder().on_notification(move |n, _client| {
