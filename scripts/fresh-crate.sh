@@ -97,16 +97,23 @@ echo "---"
 
 cd "$crate"
 # The publish dry run (scripts/release-check.sh package) builds mcpflow's dependencies with
-# the same flags and the workspace's cargo configuration in this target directory: the crate
-# reuses them rather than building them again.
+# its default features in the workspace's target directory, with the workspace's cargo
+# configuration: the crate builds there too (its build directory), reusing them rather
+# than building them again, and keeps its binaries apart (its own target directory).
 mkdir -p .cargo
 cp "$root/.cargo/config.toml" .cargo/config.toml
-export CARGO_TARGET_DIR="$target/package-check"
-export RUSTFLAGS="-D warnings"
+export CARGO_BUILD_BUILD_DIR="$target"
+export CARGO_TARGET_DIR="$crate/target"
 export PATH="$target/debug:$PATH"
 
+# `RUSTFLAGS="-D warnings"` would build every dependency anew, so a warning is found in
+# the output instead: cargo sums up each crate's.
 echo "--> cargo build --bins --examples (warnings are errors)"
-timeout 900 cargo build -j2 -q --bins --examples
+timeout 900 cargo build -j2 --bins --examples 2>&1 | tee build.log
+if grep -E '^warning: `[^`]+` \(.+\) generated [0-9]+ warnings?' build.log; then
+    echo "the README's crate builds with warnings (above): warnings are errors here" >&2
+    exit 1
+fi
 
 # Each command of the README's shell block runs, and what it prints must be the
 # `# ` lines that follow it.

@@ -10,8 +10,7 @@
 #      cargo-public-api prints with): a change to the API shows as a diff of that listing.
 #      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
 # Arguments name the parts to run (`versions`, `features`, `package`, `api`), in order;
-# without any, all four. `package` builds in a target directory of its own, so it can run
-# beside other cargo commands; `api` reuses the dependencies that clippy checked with every
+# without any, all four. `api` reuses the dependencies that clippy checked with every
 # feature, where scripts/test.sh ran it first. The one tool, scripts/api-listing, builds
 # from its own lockfile.
 set -euo pipefail
@@ -83,15 +82,25 @@ package() {
 echo "--> cargo publish --workspace --dry-run"
 # The dry run builds each packaged crate against the others as a registry serves them,
 # and Cargo takes a registry crate of the same name and version as unchanged: it would
-# reuse what an earlier run unpacked and built. So the unpacked copies go, and the
-# build runs in a target directory of its own whose artifacts of these crates go too.
+# reuse what an earlier run unpacked and built. So the unpacked copies go, and so do the
+# fingerprints of what was built from them (whose dep-info names the registry's copy).
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/mcpflow*
-# Warnings are errors, as in scripts/fresh-crate.sh, which builds in the same target
-# directory and so reuses the dependencies built here.
-package_target="$target/package-check"
-rm -rf "$package_target"/debug/{.fingerprint,deps,build}/*mcpflow*
-CARGO_TARGET_DIR="$package_target" RUSTFLAGS="-D warnings" timeout 1800 \
-    cargo publish -q --workspace --dry-run --allow-dirty -j2
+local depinfo unit
+for depinfo in $(grep -l "/registry/src/-" "$target"/debug/deps/mcpflow*.d 2>/dev/null); do
+    unit="${depinfo##*-}"
+    rm -rf "$target"/debug/.fingerprint/mcpflow*-"${unit%.d}"
+done
+# Built in the workspace's target directory with the test build's flags, so that the
+# dependencies built there serve again, the CLI's nearly all. The packaged CLI's binary
+# takes the place of target/debug/mcpflow, so nothing may run that command meanwhile.
+# `RUSTFLAGS="-D warnings"` would build every dependency anew, so a warning is found in
+# the output instead: cargo sums up each crate's.
+local log="$target/publish-dry-run.log"
+timeout 1800 cargo publish --workspace --dry-run --allow-dirty -j2 2>&1 | tee "$log"
+if grep -E '^warning: `[^`]+` \(.+\) generated [0-9]+ warnings?' "$log"; then
+    echo "the packaged crates build with warnings (above): warnings are errors here" >&2
+    exit 1
+fi
 }
 
 # The public API against docs/public-api/.

@@ -5,10 +5,10 @@
 # first failure.
 #
 # On 2 cores the steps overlap where one mostly waits: the peers (Python venvs, npm
-# packages) install while clippy runs; the checks that build in target directories of
-# their own (the publish dry run, the README's crate) and the interop matrix run while
-# the tests run; the conformance suite runs while the feature matrix and the public API
-# build. A background step's output is printed whole when it ends.
+# packages) install while clippy runs; the interop matrix runs while the tests run; the
+# conformance suite runs while the feature matrix and the public API build. Every build
+# shares one target directory, so each reuses the dependencies that an earlier one built
+# with the same features. A background step's output is printed whole when it ends.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,10 +58,6 @@ step "${tests[*]} --no-run (the build)"
 # below use them as they are.
 export MCPFLOW_PREBUILT=1
 
-step "in the background: the publish dry run (scripts/release-check.sh package), then the README's crate (scripts/fresh-crate.sh)"
-(./scripts/release-check.sh package && ./scripts/fresh-crate.sh) >"$logs/release.log" 2>&1 &
-release=$!
-
 # The tests and the interop matrix use redis-server, which the peers' installation brings.
 step "the peers' installation"
 finish "$peers" "$logs/peers.log" "scripts/install-peers.sh"
@@ -92,13 +88,16 @@ conformance=$!
 step "rust-version, every feature of mcpflow alone, the public API (scripts/release-check.sh versions features api)"
 ./scripts/release-check.sh versions features api
 
-step "the publish dry run and the README's crate"
-finish "$release" "$logs/release.log" "scripts/release-check.sh package, scripts/fresh-crate.sh"
-
 step "interop matrix results"
 finish "$interop" "$logs/interop.log" "interop/run-matrix.sh"
 
 step "MCP conformance suite results"
 finish "$conformance" "$logs/conformance.log" "scripts/conformance.sh"
+
+# Both build in this target directory, reusing the dependencies built above, and the dry
+# run replaces the test build's `mcpflow` command, which the suites above run: so last.
+step "the publish dry run (scripts/release-check.sh package), then the README's crate (scripts/fresh-crate.sh)"
+./scripts/release-check.sh package
+./scripts/fresh-crate.sh
 
 step "all checks passed"
