@@ -2,9 +2,9 @@
 # Checks that the crates are ready to publish:
 #   1. rust-version: no locked dependency of a published crate needs a newer Rust;
 #   2. every feature of mcpflow builds alone, and with none (all together is the
-#      workspace's own build);
+#      workspace's own build), without a warning;
 #   3. `cargo publish --workspace --dry-run`: each crate packages and builds from its
-#      package alone, against the others as packaged;
+#      package alone, against the others as packaged, without a warning;
 #   4. the public API of the library crates, every feature on, equals the listing in
 #      docs/public-api/ (scripts/api-listing, the `public-api` library that
 #      cargo-public-api prints with): a change to the API shows as a diff of that listing.
@@ -55,6 +55,17 @@ if version(need["rust_version"]) > ours:
 EOF
 }
 
+# Warnings are errors in these builds, but `RUSTFLAGS="-D warnings"` would build every
+# dependency anew: so cargo's output ($1) is read for the sum it prints of each crate's
+# warnings, which it prints again when it reuses the crate. $2 names the build.
+no_warnings() {
+if grep -qE '^warning: `[^`]+` \(.+\) generated [0-9]+ warnings?' "$1"; then
+    cat "$1"
+    echo "$2 builds with warnings (above): warnings are errors here" >&2
+    exit 1
+fi
+}
+
 # Every feature of mcpflow alone, and none: what `cargo hack check --each-feature` runs,
 # without building that tool on every clean run.
 features() {
@@ -70,10 +81,12 @@ local runs=("" "--no-default-features")
 for feature in $features; do
     runs+=("--no-default-features --features $feature")
 done
+local log="$target/feature-check.log"
 for flags in "${runs[@]}"; do
     echo "    cargo check -p mcpflow ${flags:-(default features)}"
     # shellcheck disable=SC2086 # the flags are words
-    timeout 600 cargo check -q -j2 -p mcpflow $flags
+    timeout 600 cargo check -j2 -p mcpflow $flags >"$log" 2>&1 || { cat "$log"; exit 1; }
+    no_warnings "$log" "mcpflow with ${flags:-its default features}"
 done
 }
 
@@ -91,16 +104,13 @@ for depinfo in $(grep -l "/registry/src/-" "$target"/debug/deps/mcpflow*.d 2>/de
     rm -rf "$target"/debug/.fingerprint/mcpflow*-"${unit%.d}"
 done
 # Built in the workspace's target directory with the test build's flags, so that the
-# dependencies built there serve again, the CLI's nearly all. The packaged CLI's binary
-# takes the place of target/debug/mcpflow, so nothing may run that command meanwhile.
-# `RUSTFLAGS="-D warnings"` would build every dependency anew, so a warning is found in
-# the output instead: cargo sums up each crate's.
+# dependencies built there serve again, the CLI's nearly all (warnings are found as
+# `no_warnings` finds them). The packaged CLI's binary takes the place of
+# target/debug/mcpflow, so nothing may run that command meanwhile.
 local log="$target/publish-dry-run.log"
-timeout 1800 cargo publish --workspace --dry-run --allow-dirty -j2 2>&1 | tee "$log"
-if grep -E '^warning: `[^`]+` \(.+\) generated [0-9]+ warnings?' "$log"; then
-    echo "the packaged crates build with warnings (above): warnings are errors here" >&2
-    exit 1
-fi
+timeout 1800 cargo publish --workspace --dry-run --allow-dirty -j2 >"$log" 2>&1 || { cat "$log"; exit 1; }
+no_warnings "$log" "a packaged crate"
+echo "    every crate packaged and built from its package"
 }
 
 # The public API against docs/public-api/.
