@@ -68,8 +68,30 @@ stop_fleet() {
 }
 trap 'stop_http; stop_fleet' EXIT
 trap 'stop_http; stop_fleet; exit 130' INT TERM
+# A loopback port free now, below the kernel's ephemeral range: the ports that binds to
+# port 0 and outgoing connections are handed come from that range, so while a server
+# starts, no other process (the tests running meanwhile) is given its port; one was, and
+# the cell's client then spoke to that process instead.
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    python3 - <<'PY'
+import random, socket
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+except OSError:
+    low = None
+for _ in range(200):
+    port = random.randrange(max(1024, low - 8000), low) if low and low > 2048 else 0
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(s.getsockname()[1])
+        break
+else:
+    raise SystemExit("no free loopback port below the ephemeral range")
+PY
 }
 start_http() { # log-file command-words... (@PORT@ in a word becomes the port); sets http_url
     local log="$1" attempt i port
