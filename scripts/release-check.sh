@@ -5,14 +5,15 @@
 #      workspace's own build), without a warning;
 #   3. `cargo publish --workspace --dry-run`: each crate packages and builds from its
 #      package alone, against the others as packaged, without a warning;
-#   4. the public API of the library crates, every feature on, equals the listing in
+#   4. the docs, every feature on, build without a warning (broken links included);
+#   5. the public API of the library crates, every feature on, equals the listing in
 #      docs/public-api/ (scripts/api-listing, the `public-api` library that
 #      cargo-public-api prints with): a change to the API shows as a diff of that listing.
 #      `MCPFLOW_BLESS_API=1 scripts/release-check.sh` writes the new listing.
-# Arguments name the parts to run (`versions`, `features`, `package`, `api`), in order;
-# without any, all four. `api` reuses the dependencies that clippy checked with every
-# feature, where scripts/test.sh ran it first. The one tool, scripts/api-listing, builds
-# from its own lockfile.
+# Arguments name the parts to run (`versions`, `features`, `package`, `docs`, `api`), in
+# order; without any, all five. `docs` and `api` reuse the dependencies that clippy checked
+# with every feature, where scripts/test.sh ran it first. The one tool,
+# scripts/api-listing, builds from its own lockfile.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -55,16 +56,11 @@ if version(need["rust_version"]) > ours:
 EOF
 }
 
-# Warnings are errors in these builds, but `RUSTFLAGS="-D warnings"` would build every
-# dependency anew: so cargo's output ($1) is read for the sum it prints of each crate's
-# warnings, which it prints again when it reuses the crate. $2 names the build.
-no_warnings() {
-if grep -qE '^warning: `[^`]+` \(.+\) generated [0-9]+ warnings?' "$1"; then
-    cat "$1"
-    echo "$2 builds with warnings (above): warnings are errors here" >&2
-    exit 1
-fi
-}
+# What the docs and the public API document: the examples as well as what `cargo doc`
+# documents by default (the libraries and the benchmark harness; the CLI's binary gives its
+# path to the library). Documenting an example takes in the dev-dependencies, so their
+# features unify as they did for clippy, whose checked dependencies both then reuse.
+documented=(--workspace --all-features --no-deps --lib --bin mcpflow-bench --examples)
 
 # Every feature of mcpflow alone, and none: what `cargo hack check --each-feature` runs,
 # without building that tool on every clean run.
@@ -86,7 +82,7 @@ for flags in "${runs[@]}"; do
     echo "    cargo check -p mcpflow ${flags:-(default features)}"
     # shellcheck disable=SC2086 # the flags are words
     timeout 600 cargo check -j2 -p mcpflow $flags >"$log" 2>&1 || { cat "$log"; exit 1; }
-    no_warnings "$log" "mcpflow with ${flags:-its default features}"
+    scripts/no-warnings.sh "$log" "mcpflow with ${flags:-its default features}"
 done
 }
 
@@ -99,18 +95,25 @@ echo "--> cargo publish --workspace --dry-run"
 # fingerprints of what was built from them (whose dep-info names the registry's copy).
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/mcpflow*
 local depinfo unit
-for depinfo in $(grep -l "/registry/src/-" "$target"/debug/deps/mcpflow*.d 2>/dev/null); do
-    unit="${depinfo##*-}"
-    rm -rf "$target"/debug/.fingerprint/mcpflow*-"${unit%.d}"
-done
+{ grep -l "/registry/src/-" "$target"/debug/deps/mcpflow*.d 2>/dev/null || true; } |
+    while IFS= read -r depinfo; do
+        unit="${depinfo##*-}"
+        rm -rf "$target"/debug/.fingerprint/mcpflow*-"${unit%.d}"
+    done
 # Built in the workspace's target directory with the test build's flags, so that the
-# dependencies built there serve again, the CLI's nearly all (warnings are found as
-# `no_warnings` finds them). The packaged CLI's binary takes the place of
+# dependencies built there serve again, the CLI's nearly all (warnings are found by
+# scripts/no-warnings.sh). The packaged CLI's binary takes the place of
 # target/debug/mcpflow, so nothing may run that command meanwhile.
 local log="$target/publish-dry-run.log"
 timeout 1800 cargo publish --workspace --dry-run --allow-dirty -j2 >"$log" 2>&1 || { cat "$log"; exit 1; }
-no_warnings "$log" "a packaged crate"
+scripts/no-warnings.sh "$log" "a packaged crate"
 echo "    every crate packaged and built from its package"
+}
+
+# The docs, warnings (broken links included) as errors.
+docs() {
+echo "--> cargo doc ${documented[*]}"
+RUSTDOCFLAGS="-D warnings" timeout 1200 cargo doc -q -j2 "${documented[@]}"
 }
 
 # The public API against docs/public-api/.
@@ -128,11 +131,9 @@ mkdir -p "$listings" "$target/public-api"
 rustdoc_json="$target/public-api/rustdoc-json"
 printf '#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec rustdoc "$@"\n' >"$rustdoc_json"
 chmod +x "$rustdoc_json"
-# Every feature, as docs.rs documents the crates. The selection is scripts/test.sh's docs
-# step's (the examples take in the dev-dependencies, so the features unify as for clippy):
-# the dependencies come checked from there, and only the workspace's crates are documented.
+# Every feature, as docs.rs documents the crates, and what `docs` documents.
 RUSTDOC="$rustdoc_json" RUSTDOCFLAGS="-Zunstable-options --output-format json" timeout 1200 \
-    cargo doc -q -j2 --workspace --all-features --no-deps --lib --bin mcpflow-bench --examples
+    cargo doc -q -j2 "${documented[@]}"
 changed=0
 for crate in mcpflow-protocol mcpflow mcpflow-macros; do
     name="${crate//-/_}"
@@ -155,12 +156,12 @@ else
 fi
 }
 
-# The parts named as arguments, in order; all four without any.
+# The parts named as arguments, in order; all five without any.
 parts=("$@")
-[[ ${#parts[@]} -gt 0 ]] || parts=(versions features package api)
+[[ ${#parts[@]} -gt 0 ]] || parts=(versions features package docs api)
 for part in "${parts[@]}"; do
     case "$part" in
-    versions | features | package | api) "$part" ;;
-    *) echo "release-check.sh: unknown part '$part' (versions, features, package, api)" >&2; exit 2 ;;
+    versions | features | package | docs | api) "$part" ;;
+    *) echo "release-check.sh: unknown part '$part' (versions, features, package, docs, api)" >&2; exit 2 ;;
     esac
 done

@@ -71,19 +71,15 @@ interop=$!
 step "${tests[*]}"
 "${tests[@]}"
 
-# The examples as well as what `cargo doc` documents by default (the libraries and the
-# benchmark harness; the CLI's binary gives its path to the library): documenting an
-# example takes in the dev-dependencies, so their features are unified as they were for
-# clippy, whose checked dependencies the docs then reuse instead of checking them again.
-docs=(cargo doc --workspace --all-features --no-deps --lib --bin mcpflow-bench --examples -j2)
-step "${docs[*]} (warnings, broken links included, are errors)"
-RUSTDOCFLAGS="-D warnings" "${docs[@]}"
+# With every feature, reusing the dependencies clippy checked.
+step "the docs, warnings (broken links included) as errors (scripts/release-check.sh docs)"
+./scripts/release-check.sh docs
 
 step "MCP conformance suite over streamable HTTP (server and client suites), in the background"
 ./scripts/conformance.sh >"$logs/conformance.log" 2>&1 &
 conformance=$!
 
-# The public API's rustdoc JSON documents what the docs step did, so it finds the same
+# The public API's rustdoc JSON documents what the docs did, so it finds the same
 # dependencies checked.
 step "rust-version, every feature of mcpflow alone, the public API (scripts/release-check.sh versions features api)"
 ./scripts/release-check.sh versions features api
