@@ -73,7 +73,8 @@ pub(super) async fn after(
         });
     }
     *sends += 1;
-    match oauth.challenged(status.as_u16(), &values, generation).await {
+    // Boxed: a rare path, kept out of every POST's future.
+    match Box::pin(oauth.challenged(status.as_u16(), &values, generation)).await {
         Ok(()) => Step::Retry,
         Err(OAuthError::Forbidden) => Step::Proceed,
         Err(e) => {

@@ -284,7 +284,8 @@ impl Connection {
         with_version: bool,
     ) -> RequestBuilder {
         let authorization = match (&self.config.oauth, &self.config.bearer) {
-            (Some(oauth), _) => oauth.authorization(method.as_str(), &url).await,
+            // Boxed: a large future that a client without OAuth never needs.
+            (Some(oauth), _) => Box::pin(oauth.authorization(method.as_str(), &url)).await,
             (None, Some(provider)) => provider().await.map(|t| (format!("Bearer {t}"), None)),
             (None, None) => None,
         };

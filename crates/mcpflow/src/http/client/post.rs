@@ -86,8 +86,10 @@ pub(super) fn post<'a>(
     may_reinitialize: bool,
 ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
     Box::pin(async move {
+        // The cold paths below are boxed so that every POST's future stays small: it is
+        // moved into the heap once per frame.
         if let Mode::Legacy(endpoint) = conn.mode() {
-            legacy::post(conn, outgoing, waiter, endpoint, gate).await;
+            Box::pin(legacy::post(conn, outgoing, waiter, endpoint, gate)).await;
             return;
         }
         // Never send with a session that is being replaced.
@@ -159,7 +161,10 @@ pub(super) fn post<'a>(
                         return;
                     }
                     let body = snippet_of(&body);
-                    legacy::fall_back(conn, outgoing, waiter, status, body, gate).await;
+                    Box::pin(legacy::fall_back(
+                        conn, outgoing, waiter, status, body, gate,
+                    ))
+                    .await;
                     return;
                 }
                 if status.is_success() {
@@ -170,14 +175,14 @@ pub(super) fn post<'a>(
         if status == StatusCode::NOT_FOUND
             && let Some(session) = sent_session
         {
-            expired(
+            Box::pin(expired(
                 conn,
                 outgoing,
                 waiter,
                 gate,
                 &session.text,
                 may_reinitialize,
-            )
+            ))
             .await;
             return;
         }

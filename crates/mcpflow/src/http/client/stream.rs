@@ -170,10 +170,11 @@ pub(super) async fn follow(conn: &Arc<Connection>, waiter: &Waiter, mut reader: 
             attempts += 1;
             tracing::debug!(attempt = attempts, last_event_id = %last_id, ?delay, "resuming an event stream");
             let resumed = waiter
-                .unless_settled(async {
+                // Boxed: a rare path, kept out of every stream's future.
+                .unless_settled(Box::pin(async {
                     tokio::time::sleep(delay).await;
                     resume(conn, &last_id).await
-                })
+                }))
                 .await;
             match resumed {
                 None => return,
