@@ -49,8 +49,9 @@ pub(crate) fn serialize(message: &Message) -> Vec<u8> {
 }
 
 /// A request's frame, and the caller's own progress token when it set one in `_meta`.
-/// Without progress or `_meta` options the params are serialized straight into the
-/// frame; otherwise they are merged with the options' entries first.
+/// Without progress or `_meta` entries the params are serialized straight into the
+/// frame. With them, params that are an object with no `_meta` of their own are
+/// serialized after the `_meta` in the same pass; any others are merged first.
 pub(crate) fn request_frame<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
@@ -63,24 +64,27 @@ pub(crate) fn request_frame<P: Serialize + ?Sized>(
     };
     let mut bytes = Vec::with_capacity(192);
     Message::write_request_head(&RequestId::number(id), method, &mut bytes);
-    let start = bytes.len();
-    if !options.want_progress && options.meta.is_none() {
+    let Some((meta, alias)) = MetaEntries::of(options, id) else {
         serde_json::to_writer(&mut bytes, params).map_err(codec)?;
         bytes.push(b'}');
         return Ok((bytes, None));
-    }
-    // The usual case, a token and nothing else, is serialized in one pass; params that
-    // are no object, or carry a `_meta` of their own, are merged instead.
-    if options.meta.is_none() {
-        let with_token = WithProgressToken {
-            meta: ProgressMeta { token: id },
-            params,
-        };
-        if serde_json::to_writer(&mut bytes, &with_token).is_ok()
-            && memchr::memmem::find_iter(&bytes[start..], META_KEY).count() == 1
+    };
+    bytes.extend_from_slice(br#"{"_meta":"#);
+    if serde_json::to_writer(&mut bytes, &meta).is_ok() {
+        let members = bytes.len();
+        if serde_json::to_writer(&mut bytes, params).is_ok()
+            && bytes.get(members) == Some(&b'{')
+            && memchr::memmem::find(&bytes[members..], META_KEY).is_none()
         {
+            // `{"_meta":{..}` then the params' members: `{"a":1}` becomes `,"a":1}`.
+            if bytes.len() - members == 2 {
+                bytes.truncate(members + 1);
+                bytes[members] = b'}';
+            } else {
+                bytes[members] = b',';
+            }
             bytes.push(b'}');
-            return Ok((bytes, None));
+            return Ok((bytes, alias));
         }
     }
     let raw = serde_json::value::to_raw_value(params).map_err(codec)?;
@@ -90,20 +94,58 @@ pub(crate) fn request_frame<P: Serialize + ?Sized>(
 /// How serde_json writes the key of `_meta` (it never escapes `_`).
 const META_KEY: &[u8] = br#""_meta""#;
 
-/// Params with a progress token: `_meta` first, then the params' own members.
-#[derive(Serialize)]
-struct WithProgressToken<'a, P: ?Sized> {
-    #[serde(rename = "_meta")]
-    meta: ProgressMeta,
-    #[serde(flatten)]
-    params: &'a P,
+/// The `_meta` entries a request is sent with: the progress token when one is asked for
+/// and none is given, then the connection's shared entries that the request's own do
+/// not replace, then the request's own.
+struct MetaEntries<'a> {
+    token: Option<i64>,
+    shared: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    own: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
-#[derive(Serialize)]
-struct ProgressMeta {
-    #[serde(rename = "progressToken")]
-    token: i64,
+impl<'a> MetaEntries<'a> {
+    /// The entries for `options`, and the caller's own token (JSON text) to route
+    /// progress by; `None` when there are no entries at all.
+    fn of(options: &'a RequestOptions, id: i64) -> Option<(MetaEntries<'a>, Option<String>)> {
+        let shared = options.envelope.as_deref().map(|e| &e.meta);
+        let own = options.meta.as_ref();
+        if !options.want_progress && shared.is_none() && own.is_none() {
+            return None;
+        }
+        let given = [own, shared]
+            .into_iter()
+            .flatten()
+            .find_map(|meta| meta.get(PROGRESS_TOKEN));
+        let (token, alias) = match (options.want_progress, given) {
+            (false, _) => (None, None),
+            (true, Some(given)) => (None, Some(given.to_string())),
+            (true, None) => (Some(id), None),
+        };
+        Some((MetaEntries { token, shared, own }, alias))
+    }
 }
+
+impl Serialize for MetaEntries<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(token) = self.token {
+            map.serialize_entry(PROGRESS_TOKEN, &token)?;
+        }
+        let replaced = |key: &String| self.own.is_some_and(|own| own.contains_key(key));
+        for (key, value) in self.shared.into_iter().flatten() {
+            if !replaced(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in self.own.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+const PROGRESS_TOKEN: &str = "progressToken";
 
 /// As [`request_frame`], for params already serialized.
 pub(crate) fn raw_request_frame(
@@ -126,7 +168,8 @@ fn with_meta(
     options: &RequestOptions,
     id: i64,
 ) -> Result<(Option<Box<RawValue>>, Option<String>), SessionError> {
-    if !options.want_progress && options.meta.is_none() {
+    let shared = options.envelope.as_deref().map(|e| &e.meta);
+    if !options.want_progress && options.meta.is_none() && shared.is_none() {
         return Ok((params, None));
     }
     let codec = |detail: String| SessionError::Codec {
@@ -144,15 +187,15 @@ fn with_meta(
     let serde_json::Value::Object(meta) = meta else {
         return Err(codec("`_meta` in params must be an object".to_owned()));
     };
-    if let Some(extra) = &options.meta {
+    for extra in [shared, options.meta.as_ref()].into_iter().flatten() {
         meta.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     let mut alias = None;
     if options.want_progress {
-        match meta.get("progressToken") {
+        match meta.get(PROGRESS_TOKEN) {
             Some(token) => alias = Some(token.to_string()),
             None => {
-                meta.insert("progressToken".to_owned(), id.into());
+                meta.insert(PROGRESS_TOKEN.to_owned(), id.into());
             }
         }
     }
@@ -164,7 +207,10 @@ fn with_meta(
 mod tests {
     #![allow(clippy::unwrap_used)] // panics are how tests fail
 
+    use std::sync::Arc;
+
     use super::*;
+    use crate::session::RequestEnvelope;
 
     fn raw(text: &str) -> Option<Box<RawValue>> {
         Some(RawValue::from_string(text.to_owned()).expect("valid JSON"))
@@ -185,10 +231,28 @@ mod tests {
         ];
         let mut meta = serde_json::Map::new();
         meta.insert("vendor".to_owned(), serde_json::json!(true));
+        let mut shared = serde_json::Map::new();
+        shared.insert("vendor".to_owned(), serde_json::json!("shared"));
+        shared.insert("io.x/info".to_owned(), serde_json::json!({"name": "c"}));
+        let enveloped = |options: RequestOptions| RequestOptions {
+            envelope: Some(Arc::new(RequestEnvelope {
+                meta: shared.clone(),
+                mirrored: None,
+            })),
+            ..options
+        };
+        let mut own_token = serde_json::Map::new();
+        own_token.insert("progressToken".to_owned(), serde_json::json!("own"));
         let options = [
             RequestOptions::new(),
             RequestOptions::new().with_progress_token(),
-            RequestOptions::new().with_progress_token().meta(meta),
+            RequestOptions::new()
+                .with_progress_token()
+                .meta(meta.clone()),
+            enveloped(RequestOptions::new()),
+            enveloped(RequestOptions::new().with_progress_token()),
+            enveloped(RequestOptions::new().with_progress_token().meta(meta)),
+            enveloped(RequestOptions::new().with_progress_token().meta(own_token)),
         ];
         for params in &cases {
             for options in &options {
@@ -232,6 +296,46 @@ mod tests {
             let (merged, _) = raw_request_frame("m", Some(raw), &progress, 9).unwrap();
             assert_eq!(frame, merged, "{params}");
         }
+    }
+
+    /// Shared entries, the request's own and the token are written in one pass as
+    /// serde_json writes the same `_meta`, the request's own entries winning.
+    #[test]
+    fn shared_entries_are_written_under_the_requests_own() {
+        let mut shared = serde_json::Map::new();
+        shared.insert("a".to_owned(), serde_json::json!({"v": [1, "x"]}));
+        shared.insert("b".to_owned(), serde_json::json!("shared"));
+        let mut own = serde_json::Map::new();
+        own.insert("b".to_owned(), serde_json::json!("own"));
+        let options = RequestOptions {
+            envelope: Some(Arc::new(RequestEnvelope {
+                meta: shared,
+                mirrored: None,
+            })),
+            ..RequestOptions::new().with_progress_token().meta(own)
+        };
+        let params = serde_json::json!({"name": "echo", "arguments": {"t": "é\""}});
+        let (frame, alias) = request_frame("tools/call", &params, &options, 4).unwrap();
+        assert_eq!(alias, None);
+        let expected = serde_json::json!({
+            "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {
+                "_meta": {"progressToken": 4, "a": {"v": [1, "x"]}, "b": "own"},
+                "name": "echo", "arguments": {"t": "é\""},
+            },
+        });
+        let written = format!(
+            r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"_meta":{},{}}}"#,
+            r#"{"progressToken":4,"a":{"v":[1,"x"]},"b":"own"}"#,
+            &serde_json::to_string(&params).unwrap()[1..],
+        );
+        assert_eq!(String::from_utf8(frame.clone()).unwrap(), written);
+        assert_eq!(value(&frame), expected);
+        let (empty, _) = request_frame("m", &serde_json::json!({}), &options, 4).unwrap();
+        assert_eq!(
+            value(&empty)["params"],
+            serde_json::json!({"_meta": {"progressToken": 4, "a": {"v": [1, "x"]}, "b": "own"}})
+        );
     }
 
     #[test]

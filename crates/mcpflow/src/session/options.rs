@@ -47,6 +47,9 @@ pub struct RequestOptions {
     pub(crate) want_progress: bool,
     pub(crate) on_progress: Option<ProgressCallback>,
     pub(crate) meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The connection's entries for every request's `_meta`, under [`meta`](Self::meta)'s;
+    /// shared, not copied, per request.
+    pub(crate) envelope: Option<Arc<super::RequestEnvelope>>,
     pub(crate) never_cancel: bool,
     /// What the request's HTTP headers mirror (2026-07-28), when the caller knows more
     /// than the envelope says.

@@ -356,14 +356,10 @@ impl Peer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         if let Some(envelope) = envelope {
-            let mut meta = envelope.meta.clone();
-            if let Some(own) = options.meta.take() {
-                meta.extend(own);
-            }
-            options.meta = Some(meta);
             if options.mirrored.is_none() {
                 options.mirrored.clone_from(&envelope.mirrored);
             }
+            options.envelope = Some(envelope);
         }
         options
     }
