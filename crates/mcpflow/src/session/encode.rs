@@ -76,7 +76,8 @@ pub(crate) fn request_frame<P: Serialize + ?Sized>(
             && bytes.get(members) == Some(&b'{')
             && memchr::memmem::find(&bytes[members..], META_KEY).is_none()
         {
-            // `{"_meta":{..}` then the params' members: `{"a":1}` becomes `,"a":1}`.
+            // `{"_meta":{..}` then the params' members: `{"a":1}` becomes `,"a":1}`,
+            // byte for byte serde_json's `flatten` of the two (a test compares them).
             if bytes.len() - members == 2 {
                 bytes.truncate(members + 1);
                 bytes[members] = b'}';
@@ -123,6 +124,15 @@ impl<'a> MetaEntries<'a> {
         };
         Some((MetaEntries { token, shared, own }, alias))
     }
+
+    /// The shared entries that the request's own do not replace, then the request's own.
+    fn entries(&self) -> impl Iterator<Item = (&'a String, &'a serde_json::Value)> {
+        let own = self.own;
+        let shared = self.shared.into_iter().flatten();
+        shared
+            .filter(move |(key, _)| !own.is_some_and(|own| own.contains_key(*key)))
+            .chain(own.into_iter().flatten())
+    }
 }
 
 impl Serialize for MetaEntries<'_> {
@@ -132,13 +142,7 @@ impl Serialize for MetaEntries<'_> {
         if let Some(token) = self.token {
             map.serialize_entry(PROGRESS_TOKEN, &token)?;
         }
-        let replaced = |key: &String| self.own.is_some_and(|own| own.contains_key(key));
-        for (key, value) in self.shared.into_iter().flatten() {
-            if !replaced(key) {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        for (key, value) in self.own.into_iter().flatten() {
+        for (key, value) in self.entries() {
             map.serialize_entry(key, value)?;
         }
         map.end()
@@ -168,10 +172,10 @@ fn with_meta(
     options: &RequestOptions,
     id: i64,
 ) -> Result<(Option<Box<RawValue>>, Option<String>), SessionError> {
-    let shared = options.envelope.as_deref().map(|e| &e.meta);
-    if !options.want_progress && options.meta.is_none() && shared.is_none() {
+    // The token is settled below: params' own `_meta` may carry one too.
+    let Some((entries, _)) = MetaEntries::of(options, id) else {
         return Ok((params, None));
-    }
+    };
     let codec = |detail: String| SessionError::Codec {
         method: method.into(),
         detail,
@@ -187,9 +191,7 @@ fn with_meta(
     let serde_json::Value::Object(meta) = meta else {
         return Err(codec("`_meta` in params must be an object".to_owned()));
     };
-    for extra in [shared, options.meta.as_ref()].into_iter().flatten() {
-        meta.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
+    meta.extend(entries.entries().map(|(k, v)| (k.clone(), v.clone())));
     let mut alias = None;
     if options.want_progress {
         match meta.get(PROGRESS_TOKEN) {
@@ -336,6 +338,87 @@ mod tests {
             value(&empty)["params"],
             serde_json::json!({"_meta": {"progressToken": 4, "a": {"v": [1, "x"]}, "b": "own"}})
         );
+    }
+
+    /// What serde_json writes for a request whose params are `meta` as `_meta`, then the
+    /// members of `params`.
+    fn serde_json_frame<P: Serialize>(
+        id: i64,
+        method: &str,
+        params: &P,
+        meta: &MetaEntries<'_>,
+    ) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Request<'a, P> {
+            jsonrpc: &'static str,
+            id: i64,
+            method: &'a str,
+            params: Params<'a, P>,
+        }
+        #[derive(Serialize)]
+        struct Params<'a, P> {
+            #[serde(rename = "_meta")]
+            meta: &'a MetaEntries<'a>,
+            #[serde(flatten)]
+            params: &'a P,
+        }
+        let params = Params { meta, params };
+        serde_json::to_vec(&Request {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        })
+        .unwrap()
+    }
+
+    /// The frame spliced from `{"_meta":`, the entries and the params' members is byte
+    /// for byte what serde_json writes for the same request.
+    #[test]
+    fn the_one_pass_frame_is_what_serde_json_writes() {
+        let mut shared = serde_json::Map::new();
+        shared.insert("io.x/version".to_owned(), serde_json::json!("2026-07-28"));
+        shared.insert(
+            "io.x/info".to_owned(),
+            serde_json::json!({"name": "c", "v": [1]}),
+        );
+        let mut own = serde_json::Map::new();
+        own.insert("io.x/info".to_owned(), serde_json::json!("own"));
+        own.insert("progressToken".to_owned(), serde_json::json!("mine"));
+        let enveloped = |options: RequestOptions| RequestOptions {
+            envelope: Some(Arc::new(RequestEnvelope {
+                meta: shared.clone(),
+                mirrored: None,
+            })),
+            ..options
+        };
+        let options = [
+            RequestOptions::new().with_progress_token(),
+            RequestOptions::new().meta(own.clone()),
+            enveloped(RequestOptions::new()),
+            enveloped(RequestOptions::new().with_progress_token()),
+            enveloped(RequestOptions::new().with_progress_token().meta(own)),
+        ];
+        let mut typed = mcpflow_protocol::CallToolRequestParams::new("echo");
+        typed.arguments = serde_json::from_str(r#"{"text":"}{ \"q\" é","n":[1,{}]}"#).unwrap();
+        let call = serde_json::to_value(&typed).unwrap();
+        for params in [
+            serde_json::json!({}),
+            serde_json::json!({"name": "x"}),
+            call,
+        ] {
+            for options in &options {
+                let (frame, alias) = request_frame("tools/call", &params, options, 9).unwrap();
+                let (meta, expected_alias) = MetaEntries::of(options, 9).unwrap();
+                let expected = serde_json_frame(9, "tools/call", &params, &meta);
+                assert_eq!(
+                    String::from_utf8(frame).unwrap(),
+                    String::from_utf8(expected).unwrap(),
+                    "{params} with {options:?}"
+                );
+                assert_eq!(alias, expected_alias);
+            }
+        }
     }
 
     #[test]
