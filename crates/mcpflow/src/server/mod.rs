@@ -490,7 +490,13 @@ impl Server {
         });
         let mut config = self.inner.config.clone();
         config.first_request_id = first_id;
-        let session = Session::start(transport, service, config);
+        // A connection of 2026-07-28 requests only carries one exchange, run to its
+        // end by its owner: one task for the engine instead of four.
+        let session = if connection.per_request_only.load(Ordering::Acquire) {
+            Session::joined(transport, service, config)
+        } else {
+            Session::start(transport, service, config)
+        };
         session.peer().note_side(crate::telemetry::Side::Server);
         // A connection of 2026-07-28 requests only takes no broadcast: announcements
         // reach those clients through their listen streams.

@@ -6,10 +6,12 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_util::FutureExt;
+use futures_util::future::{Fuse, FusedFuture};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -18,7 +20,7 @@ use super::inbound::Inbound;
 use super::lane::NotificationLane;
 use super::stop::Stop;
 use super::writer::{self, DirectWrite};
-use super::{Peer, Service, Shared, deadline, reader};
+use super::{BoxFuture, Peer, Service, Shared, deadline, reader};
 use crate::config::SessionConfig;
 use crate::error::CloseReason;
 use crate::transport::{FrameWriter, Transport};
@@ -27,6 +29,19 @@ use crate::transport::{FrameWriter, Transport};
 /// request handlers. Dropping it aborts them all; [`Session::close`] ends it in order.
 pub struct Session {
     peer: Peer,
+    tasks: Tasks,
+}
+
+/// How the engine's four tasks run.
+enum Tasks {
+    /// Each spawned on its own ([`Session::start`]).
+    Spawned(Spawned),
+    /// As one future, run by whoever awaits the session's end ([`Session::joined`]);
+    /// in a mutex only so that the session stays `Sync` (it is reached through `&mut`).
+    Joined(Mutex<Option<BoxFuture<'static, ()>>>),
+}
+
+struct Spawned {
     reader: Option<JoinHandle<()>>,
     writer: Option<JoinHandle<()>>,
     lane: Option<JoinHandle<()>>,
@@ -47,6 +62,91 @@ impl fmt::Debug for Session {
     }
 }
 
+/// The engine's four tasks, built and not yet running.
+struct Engine {
+    reader: BoxFuture<'static, ()>,
+    writer: BoxFuture<'static, ()>,
+    lane: BoxFuture<'static, ()>,
+    sweeper: BoxFuture<'static, ()>,
+    writer_stop: Arc<Stop>,
+    transport_close: Option<Duration>,
+}
+
+fn engine<T: Transport>(
+    transport: T,
+    service: Arc<dyn Service>,
+    config: SessionConfig,
+) -> (Peer, Engine) {
+    let facts = crate::telemetry::ConnectionFacts::new(transport.carrier());
+    let (reader, writer) = transport.split();
+    let transport_close = writer.close_time();
+    let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
+    // The control queue holds the reader's own replies; sized so a peer must flood
+    // us while not reading before one is dropped.
+    let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
+    let sink = writer::sink(writer);
+    let direct: Arc<dyn DirectWrite> = Arc::new(writer::DirectWriter::new(
+        &sink,
+        control_tx.clone(),
+        outbound_tx.clone(),
+    ));
+    let inbound = Inbound::new(
+        config.max_concurrent_requests.get(),
+        config.request_queue_capacity,
+        config.close_grace,
+        outbound_tx.clone(),
+        direct.clone(),
+    );
+    let lane = NotificationLane::new(config.notification_lane_capacity.get());
+    let first_id = config.first_request_id;
+    let shared = Arc::new(Shared {
+        config,
+        next_id: AtomicI64::new(first_id),
+        pending: Arc::default(),
+        direct,
+        outbound: outbound_tx,
+        control: control_tx,
+        ended: CancellationToken::new(),
+        reason: OnceLock::new(),
+        accept_batches: AtomicBool::new(false),
+        envelope: std::sync::RwLock::new(None),
+        inbound,
+        lane: lane.clone(),
+        reader_stop: Stop::default(),
+        facts,
+    });
+    let peer = Peer {
+        shared: shared.clone(),
+        related: None,
+    };
+    let writer_stop = Arc::new(Stop::default());
+    let writer = Box::pin(writer::run_writer(
+        writer::WriterSink(sink),
+        control_rx,
+        outbound_rx,
+        writer_stop.clone(),
+        shared.clone(),
+    ));
+    let lane = Box::pin(lane.run(service.clone(), peer.clone()));
+    let sweeper = Box::pin({
+        let shared = shared.clone();
+        async move {
+            let _on_panic = ShutdownOnPanic::new(&shared, "request timer");
+            deadline::run_sweeper(shared.pending.clone(), shared.ended.clone()).await;
+        }
+    });
+    let reader = Box::pin(reader::run_reader(reader, shared, service, peer.clone()));
+    let engine = Engine {
+        reader,
+        writer,
+        lane,
+        sweeper,
+        writer_stop,
+        transport_close,
+    };
+    (peer, engine)
+}
+
 impl Session {
     /// Start the engine on `transport`: reader, writer and notification lane run from
     /// now on, before any handshake.
@@ -55,73 +155,33 @@ impl Session {
         service: Arc<dyn Service>,
         config: SessionConfig,
     ) -> Session {
-        let facts = crate::telemetry::ConnectionFacts::new(transport.carrier());
-        let (reader, writer) = transport.split();
-        let transport_close = writer.close_time();
-        let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
-        // The control queue holds the reader's own replies; sized so a peer must flood
-        // us while not reading before one is dropped.
-        let (control_tx, control_rx) = mpsc::channel(config.writer_queue_capacity.get().max(1024));
-        let sink = writer::sink(writer);
-        let direct: Arc<dyn DirectWrite> = Arc::new(writer::DirectWriter::new(
-            &sink,
-            control_tx.clone(),
-            outbound_tx.clone(),
-        ));
-        let inbound = Inbound::new(
-            config.max_concurrent_requests.get(),
-            config.request_queue_capacity,
-            config.close_grace,
-            outbound_tx.clone(),
-            direct.clone(),
-        );
-        let lane = NotificationLane::new(config.notification_lane_capacity.get());
-        let first_id = config.first_request_id;
-        let shared = Arc::new(Shared {
-            config,
-            next_id: AtomicI64::new(first_id),
-            pending: Arc::default(),
-            direct,
-            outbound: outbound_tx,
-            control: control_tx,
-            ended: CancellationToken::new(),
-            reason: OnceLock::new(),
-            accept_batches: AtomicBool::new(false),
-            envelope: std::sync::RwLock::new(None),
-            inbound,
-            lane: lane.clone(),
-            reader_stop: Stop::default(),
-            facts,
+        let (peer, engine) = engine(transport, service, config);
+        let tasks = Tasks::Spawned(Spawned {
+            writer: Some(tokio::spawn(engine.writer)),
+            lane: Some(tokio::spawn(engine.lane)),
+            sweeper: Some(tokio::spawn(engine.sweeper)),
+            reader: Some(tokio::spawn(engine.reader)),
+            writer_stop: engine.writer_stop,
+            transport_close: engine.transport_close,
         });
-        let peer = Peer {
-            shared: shared.clone(),
-            related: None,
-        };
-        let writer_stop = Arc::new(Stop::default());
-        let writer = tokio::spawn(writer::run_writer(
-            writer::WriterSink(sink),
-            control_rx,
-            outbound_rx,
-            writer_stop.clone(),
-            shared.clone(),
-        ));
-        let lane = tokio::spawn(lane.run(service.clone(), peer.clone()));
-        let sweeper = tokio::spawn({
-            let shared = shared.clone();
-            async move {
-                let _on_panic = ShutdownOnPanic::new(&shared, "request timer");
-                deadline::run_sweeper(shared.pending.clone(), shared.ended.clone()).await;
-            }
-        });
-        let reader = tokio::spawn(reader::run_reader(reader, shared, service, peer.clone()));
+        Session { peer, tasks }
+    }
+
+    /// The engine on `transport` as one task instead of four, for a connection that
+    /// carries one exchange and is run to its end at once (an HTTP request served
+    /// without a session): nothing runs until [`run_to_end`](Self::run_to_end) or
+    /// [`close`](Self::close) is awaited, and [`closed`](Self::closed) completes only
+    /// while one of them is. Request handlers still run in tasks of their own.
+    pub(crate) fn joined<T: Transport>(
+        transport: T,
+        service: Arc<dyn Service>,
+        config: SessionConfig,
+    ) -> Session {
+        let (peer, engine) = engine(transport, service, config);
+        let run = Box::pin(run_joined(engine, peer.shared.clone()));
         Session {
             peer,
-            reader: Some(reader),
-            writer: Some(writer),
-            lane: Some(lane),
-            sweeper: Some(sweeper),
-            writer_stop,
-            transport_close,
+            tasks: Tasks::Joined(Mutex::new(Some(run))),
         }
     }
 
@@ -144,35 +204,53 @@ impl Session {
     pub async fn close(mut self) {
         let shared = self.peer.shared.clone();
         let grace = shared.config.close_grace;
+        if let Some(run) = self.take_joined() {
+            shared.reader_stop.stop();
+            return run.await;
+        }
+        let Tasks::Spawned(tasks) = &mut self.tasks else {
+            return;
+        };
         let peer_ended = shared
             .reason
             .get()
             .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
         shared.reader_stop.stop();
-        if let Some(reader) = self.reader.take() {
+        if let Some(reader) = tasks.reader.take() {
             join_bounded(reader, grace, "reader").await;
         }
         shared.shutdown(CloseReason::ClosedLocally);
-        if let Some(sweeper) = self.sweeper.take() {
+        if let Some(sweeper) = tasks.sweeper.take() {
             join_bounded(sweeper, grace, "request timer").await;
         }
         shared.inbound.close(grace, !peer_ended).await;
-        if let Some(lane) = self.lane.take() {
+        if let Some(lane) = tasks.lane.take() {
             join_bounded(lane, grace, "notification lane").await;
         }
-        self.writer_stop.stop();
-        if let Some(writer) = self.writer.take() {
+        tasks.writer_stop.stop();
+        if let Some(writer) = tasks.writer.take() {
             // A write and the drain get a grace each; the transport's own close (a
             // child's shutdown sequence) has its own bound.
-            let close = self.transport_close.unwrap_or(grace * 2);
+            let close = tasks.transport_close.unwrap_or(grace * 2);
             join_bounded(writer, grace * 2 + close, "writer").await;
         }
     }
 
     /// Wait for the connection to end, then close it in order.
-    pub async fn run_to_end(self) {
+    pub async fn run_to_end(mut self) {
+        if let Some(run) = self.take_joined() {
+            return run.await;
+        }
         self.closed().await;
         self.close().await;
+    }
+
+    /// The joined engine's future, once.
+    fn take_joined(&mut self) -> Option<BoxFuture<'static, ()>> {
+        match &mut self.tasks {
+            Tasks::Joined(run) => run.get_mut().unwrap_or_else(PoisonError::into_inner).take(),
+            Tasks::Spawned(_) => None,
+        }
     }
 }
 
@@ -186,19 +264,91 @@ async fn join_bounded(mut handle: JoinHandle<()>, grace: Duration, what: &str) {
     }
 }
 
+/// An engine task run inside the joined future: a panic ends it, as it would end a
+/// spawned task, and the close goes on.
+type Part = Fuse<CatchUnwind<BoxFuture<'static, ()>>>;
+
+fn part(task: BoxFuture<'static, ()>) -> Part {
+    CatchUnwind { inner: task }.fuse()
+}
+
+/// Run `main` to its end, polling the parts `beside` each time it is polled.
+async fn alongside<F: Future>(main: F, beside: &mut [&mut Part]) -> F::Output {
+    let mut main = std::pin::pin!(main);
+    std::future::poll_fn(|cx| {
+        for task in beside.iter_mut() {
+            let _ = Pin::new(&mut **task).poll(cx);
+        }
+        main.as_mut().poll(cx)
+    })
+    .await
+}
+
+/// Run `task` (beside the others) for at most `limit`; past it, give it up.
+async fn bounded(task: &mut Part, beside: &mut [&mut Part], limit: Duration, what: &str) {
+    // Polled beside an earlier step, it may have ended already.
+    if task.is_terminated() {
+        return;
+    }
+    if tokio::time::timeout(limit, alongside(&mut *task, beside))
+        .await
+        .is_err()
+    {
+        tracing::warn!("{what} did not stop within {limit:?}; aborting it");
+        *task = Fuse::terminated();
+    }
+}
+
+/// The engine's four tasks in one future: they run until the reader ends, then close in
+/// the order, and with the bounds, of [`Session::close`].
+async fn run_joined(engine: Engine, shared: Arc<Shared>) {
+    let grace = shared.config.close_grace;
+    let mut writer = part(engine.writer);
+    let mut lane = part(engine.lane);
+    let mut sweeper = part(engine.sweeper);
+    let _ = alongside(
+        part(engine.reader),
+        &mut [&mut writer, &mut lane, &mut sweeper],
+    )
+    .await;
+    let peer_ended = shared
+        .reason
+        .get()
+        .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
+    shared.shutdown(CloseReason::ClosedLocally);
+    bounded(
+        &mut sweeper,
+        &mut [&mut writer, &mut lane],
+        grace,
+        "request timer",
+    )
+    .await;
+    alongside(
+        shared.inbound.close(grace, !peer_ended),
+        &mut [&mut writer, &mut lane],
+    )
+    .await;
+    bounded(&mut lane, &mut [&mut writer], grace, "notification lane").await;
+    engine.writer_stop.stop();
+    let close = engine.transport_close.unwrap_or(grace * 2);
+    bounded(&mut writer, &mut [], grace * 2 + close, "writer").await;
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let shared = &self.peer.shared;
         shared.shutdown(CloseReason::ClosedLocally);
         shared.inbound.abort_all();
-        let handles = [
-            self.reader.take(),
-            self.lane.take(),
-            self.sweeper.take(),
-            self.writer.take(),
-        ];
-        for handle in handles.into_iter().flatten() {
-            handle.abort();
+        if let Tasks::Spawned(tasks) = &mut self.tasks {
+            let handles = [
+                tasks.reader.take(),
+                tasks.lane.take(),
+                tasks.sweeper.take(),
+                tasks.writer.take(),
+            ];
+            for handle in handles.into_iter().flatten() {
+                handle.abort();
+            }
         }
     }
 }
@@ -246,5 +396,155 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(poll) => poll.map(Ok),
             Err(_) => Poll::Ready(Err(())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // panics are how tests fail
+
+    use std::sync::atomic::Ordering;
+
+    use mcpflow_protocol::ErrorObject;
+    use mcpflow_protocol::jsonrpc::Notification;
+
+    use super::*;
+    use crate::session::{Reply, RequestContext};
+    use crate::transport::memory::MemoryTransport;
+    use crate::transport::{Frame, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame};
+
+    /// `slow` answers after a second; `stuck` and every notification never end, and
+    /// ignore their cancellation; a notification whose method is `panic` panics on the
+    /// reader.
+    struct Handlers {
+        dropped: Arc<AtomicBool>,
+    }
+
+    /// Sets its flag when dropped: the future holding it was given up.
+    struct DropFlag(Arc<AtomicBool>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    impl Service for Handlers {
+        fn handle_request(
+            &self,
+            method: &str,
+            _cx: RequestContext,
+        ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
+            let slow = method == "slow";
+            Box::pin(async move {
+                if slow {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    return Ok(Reply::json(&"done").unwrap());
+                }
+                std::future::pending().await
+            })
+        }
+
+        fn handle_notification(&self, _n: Notification, _peer: Peer) -> BoxFuture<'static, ()> {
+            let flag = DropFlag(self.dropped.clone());
+            Box::pin(async move {
+                let _flag = flag;
+                std::future::pending().await
+            })
+        }
+
+        fn observe_notification(&self, notification: &Notification, _peer: &Peer) {
+            assert_ne!(
+                notification.method, "panic",
+                "observe_notification panicked"
+            );
+        }
+    }
+
+    fn joined(dropped: &Arc<AtomicBool>) -> (Session, MemoryTransport) {
+        let (ours, theirs) = MemoryTransport::pair(16);
+        let handlers = Arc::new(Handlers {
+            dropped: dropped.clone(),
+        });
+        (
+            Session::joined(ours, handlers, SessionConfig::default()),
+            theirs,
+        )
+    }
+
+    async fn send(writer: &mut impl FrameWriter, text: &str) {
+        let meta = FrameMeta::new(FrameKind::Notification);
+        writer
+            .write_frame(Frame::new(text.as_bytes().to_vec()), &meta)
+            .await
+            .unwrap();
+    }
+
+    /// How long a run may take on the paused clock before the test fails.
+    const LIMIT: Duration = Duration::from_secs(60);
+
+    #[tokio::test(start_paused = true)]
+    async fn a_joined_session_lets_its_handler_finish_when_the_peer_ends() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (session, theirs) = joined(&dropped);
+        let (mut reader, mut writer) = theirs.split();
+        send(&mut writer, r#"{"jsonrpc":"2.0","id":1,"method":"slow"}"#).await;
+        writer.close().await;
+        tokio::time::timeout(LIMIT, session.run_to_end())
+            .await
+            .expect("the joined session ran to its end");
+        let Some(InboundFrame::Message(answer)) = reader.read_frame().await.unwrap() else {
+            panic!("no answer was written");
+        };
+        let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(answer["result"], "done", "{answer}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_joined_session_gives_up_on_what_does_not_stop_within_the_grace() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (session, theirs) = joined(&dropped);
+        let (_reader, mut writer) = theirs.split();
+        send(&mut writer, r#"{"jsonrpc":"2.0","id":1,"method":"stuck"}"#).await;
+        send(
+            &mut writer,
+            r#"{"jsonrpc":"2.0","method":"notifications/stuck"}"#,
+        )
+        .await;
+        writer.close().await;
+        let peer = session.peer().clone();
+        tokio::time::timeout(LIMIT, session.run_to_end())
+            .await
+            .expect("each step of the close is bounded by the close grace");
+        assert!(peer.is_closed());
+        assert_eq!(
+            peer.requests_in_flight(),
+            0,
+            "the stuck handler was aborted"
+        );
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the notification handler that never ends was given up"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panic_in_a_joined_engine_task_ends_the_connection_naming_it() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (session, theirs) = joined(&dropped);
+        let (_reader, mut writer) = theirs.split();
+        send(&mut writer, r#"{"jsonrpc":"2.0","method":"panic"}"#).await;
+        let peer = session.peer().clone();
+        tokio::time::timeout(LIMIT, session.run_to_end())
+            .await
+            .expect("the joined session ran to its end");
+        assert!(
+            matches!(
+                peer.close_reason(),
+                Some(CloseReason::EngineStopped("reader"))
+            ),
+            "{:?}",
+            peer.close_reason()
+        );
     }
 }

@@ -311,6 +311,7 @@ pub(crate) async fn post(
         .wait();
     let (stopping, ended) = (state.stopping.clone(), session.clone());
     let exchange = state.exchanges.start();
+    // This task runs the exchange's engine (its tasks joined into one) to its close.
     tokio::spawn(async move {
         let _exchange = exchange;
         tokio::pin!(served);
