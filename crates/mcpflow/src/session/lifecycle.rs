@@ -6,12 +6,13 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::{Fuse, FusedFuture};
+use sync_wrapper::SyncWrapper;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -37,8 +38,8 @@ enum Tasks {
     /// Each spawned on its own ([`Session::start`]).
     Spawned(Spawned),
     /// As one future, run by whoever awaits the session's end ([`Session::joined`]);
-    /// in a mutex only so that the session stays `Sync` (it is reached through `&mut`).
-    Joined(Mutex<Option<BoxFuture<'static, ()>>>),
+    /// reached through `&mut` only, so the session stays `Sync`.
+    Joined(SyncWrapper<Option<BoxFuture<'static, ()>>>),
 }
 
 struct Spawned {
@@ -181,7 +182,7 @@ impl Session {
         let run = Box::pin(run_joined(engine, peer.shared.clone()));
         Session {
             peer,
-            tasks: Tasks::Joined(Mutex::new(Some(run))),
+            tasks: Tasks::Joined(SyncWrapper::new(Some(run))),
         }
     }
 
@@ -248,7 +249,7 @@ impl Session {
     /// The joined engine's future, once.
     fn take_joined(&mut self) -> Option<BoxFuture<'static, ()>> {
         match &mut self.tasks {
-            Tasks::Joined(run) => run.get_mut().unwrap_or_else(PoisonError::into_inner).take(),
+            Tasks::Joined(run) => run.get_mut().take(),
             Tasks::Spawned(_) => None,
         }
     }
