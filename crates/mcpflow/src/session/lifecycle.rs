@@ -204,18 +204,16 @@ impl Session {
     /// wait, `SIGTERM`, `SIGKILL`).
     pub async fn close(mut self) {
         let shared = self.peer.shared.clone();
-        let grace = shared.config.close_grace;
         if let Some(run) = self.take_joined() {
             shared.reader_stop.stop();
             return run.await;
         }
+        // A joined session's future is taken once, by the call that consumed it.
         let Tasks::Spawned(tasks) = &mut self.tasks else {
             return;
         };
-        let peer_ended = shared
-            .reason
-            .get()
-            .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
+        let grace = shared.config.close_grace;
+        let peer_ended = shared.peer_ended();
         shared.reader_stop.stop();
         if let Some(reader) = tasks.reader.take() {
             join_bounded(reader, grace, "reader").await;
@@ -312,10 +310,7 @@ async fn run_joined(engine: Engine, shared: Arc<Shared>) {
         &mut [&mut writer, &mut lane, &mut sweeper],
     )
     .await;
-    let peer_ended = shared
-        .reason
-        .get()
-        .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally));
+    let peer_ended = shared.peer_ended();
     shared.shutdown(CloseReason::ClosedLocally);
     bounded(
         &mut sweeper,
@@ -494,7 +489,8 @@ mod tests {
         tokio::time::timeout(LIMIT, session.run_to_end())
             .await
             .expect("the joined session ran to its end");
-        let Some(InboundFrame::Message(answer)) = reader.read_frame().await.unwrap() else {
+        let read = tokio::time::timeout(LIMIT, reader.read_frame()).await;
+        let Some(InboundFrame::Message(answer)) = read.expect("the answer is read").unwrap() else {
             panic!("no answer was written");
         };
         let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();

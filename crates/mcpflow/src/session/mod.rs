@@ -177,6 +177,14 @@ impl Shared {
         self.ended.cancel();
     }
 
+    /// Whether the connection ended other than by this side's close (the peer ended it,
+    /// the transport failed): in-flight handlers then get the grace to finish.
+    fn peer_ended(&self) -> bool {
+        self.reason
+            .get()
+            .is_some_and(|r| !matches!(r, CloseReason::ClosedLocally))
+    }
+
     fn close_reason(&self) -> CloseReason {
         self.reason
             .get()
