@@ -104,7 +104,7 @@ impl Events {
     }
 }
 
-/// Callers with new events, woken together once the reader has handled every frame it
+/// Callers with new progress, woken together once the reader has handled every frame it
 /// had buffered (or a bounded number of them), instead of one wake-up per progress
 /// report. Dropping it wakes whoever is left, so no exit path loses a wake-up.
 #[derive(Default)]
@@ -216,13 +216,10 @@ impl PendingTable {
         drop(slot);
     }
 
-    /// Deliver an outcome. Returns false for an unknown (or late) id.
-    pub(crate) fn complete(
-        &self,
-        id: &RequestId,
-        outcome: Result<Bytes, Failure>,
-        wakes: &mut DeferredWakes,
-    ) -> bool {
+    /// Deliver an outcome and wake its caller at once: the caller is done waiting, and
+    /// another worker can take it up while the reader goes on. Returns false for an
+    /// unknown (or late) id.
+    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<Bytes, Failure>) -> bool {
         let Some(n) = id.correlation_number() else {
             return false;
         };
@@ -231,8 +228,7 @@ impl PendingTable {
             return false;
         };
         drop(state);
-        slot.events
-            .push(PendingEvent::Outcome(outcome), Some(wakes));
+        slot.events.push(PendingEvent::Outcome(outcome), None);
         true
     }
 

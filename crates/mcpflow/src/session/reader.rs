@@ -64,7 +64,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
             break CloseReason::ClosedLocally;
         }
         // Take what is already buffered without waiting; wake the callers that got
-        // events, and start the requests admitted, before waiting for more, so a burst
+        // progress, and start the requests admitted, before waiting for more, so a burst
         // of progress costs a wake-up per burst, not one per report.
         let frame = match buffered_frame(&mut reader) {
             Some(frame) => frame,
@@ -163,11 +163,11 @@ impl Router {
             InboundFrame::Message(bytes) => self.route_items(Items::of(&bytes), replies),
             InboundFrame::Read(read) => self.route_items(read.items, replies),
             InboundFrame::RequestFailed { id, error } => {
-                if !self.shared.pending.complete(
-                    &id,
-                    Err(Failure::Transport(error)),
-                    &mut self.wakes,
-                ) {
+                if !self
+                    .shared
+                    .pending
+                    .complete(&id, Err(Failure::Transport(error)))
+                {
                     tracing::debug!(%id, "ignored a transport failure of an unknown or finished request");
                 }
             }
@@ -232,21 +232,17 @@ impl Router {
         match item {
             Item::Response { id, result } => {
                 // The caller decodes the result from the frame itself: never copied.
-                if !self
-                    .shared
-                    .pending
-                    .complete(&id, Ok(result), &mut self.wakes)
-                {
+                if !self.shared.pending.complete(&id, Ok(result)) {
                     tracing::debug!(%id, "ignored a response to an unknown or finished request");
                 }
             }
             Item::Error(e) => match e.id {
                 Some(id) => {
-                    if !self.shared.pending.complete(
-                        &id,
-                        Err(Failure::Rejected(e.error)),
-                        &mut self.wakes,
-                    ) {
+                    if !self
+                        .shared
+                        .pending
+                        .complete(&id, Err(Failure::Rejected(e.error)))
+                    {
                         tracing::debug!(%id, "ignored an error response to an unknown or finished request");
                     }
                 }
@@ -342,9 +338,7 @@ impl Router {
             // Never answered; the request it answers fails now rather than time out.
             let failed = e.response_to().is_some_and(|id| {
                 let failure = Failure::Unreadable(e.to_string());
-                self.shared
-                    .pending
-                    .complete(id, Err(failure), &mut self.wakes)
+                self.shared.pending.complete(id, Err(failure))
             });
             if !failed {
                 tracing::warn!(error = %e, "ignored a malformed response");
