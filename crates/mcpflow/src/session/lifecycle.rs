@@ -36,23 +36,10 @@ pub struct Session {
 /// How the engine's four tasks run.
 enum Tasks {
     /// Each spawned on its own ([`Session::start`]).
-    Spawned(Spawned),
+    Spawned(Engine<Option<JoinHandle<()>>>),
     /// As one future, run by whoever awaits the session's end ([`Session::joined`]);
     /// reached through `&mut` only, so the session stays `Sync`.
     Joined(SyncWrapper<Option<BoxFuture<'static, ()>>>),
-}
-
-struct Spawned {
-    reader: Option<JoinHandle<()>>,
-    writer: Option<JoinHandle<()>>,
-    lane: Option<JoinHandle<()>>,
-    /// Fails pending requests whose time is up; ends with the connection.
-    sweeper: Option<JoinHandle<()>>,
-    writer_stop: Arc<Stop>,
-    /// How long the transport's own close may take ([`FrameWriter::close_time`]).
-    ///
-    /// [`FrameWriter::close_time`]: crate::transport::FrameWriter::close_time
-    transport_close: Option<Duration>,
 }
 
 impl fmt::Debug for Session {
@@ -63,21 +50,42 @@ impl fmt::Debug for Session {
     }
 }
 
-/// The engine's four tasks, built and not yet running.
-struct Engine {
-    reader: BoxFuture<'static, ()>,
-    writer: BoxFuture<'static, ()>,
-    lane: BoxFuture<'static, ()>,
-    sweeper: BoxFuture<'static, ()>,
+/// The engine's four tasks (futures not yet running, or the handles of spawned ones)
+/// and what their close needs.
+struct Engine<T> {
+    reader: T,
+    writer: T,
+    lane: T,
+    /// Fails pending requests whose time is up; ends with the connection.
+    sweeper: T,
     writer_stop: Arc<Stop>,
+    /// How long the transport's own close may take ([`FrameWriter::close_time`]).
+    ///
+    /// [`FrameWriter::close_time`]: crate::transport::FrameWriter::close_time
     transport_close: Option<Duration>,
+}
+
+impl<T> Engine<T> {
+    /// Each task through `f`: the writer first and the reader last, so that nothing is
+    /// read before there is a writer for the replies.
+    fn map<U>(self, mut f: impl FnMut(T) -> U) -> Engine<U> {
+        let (writer, lane, sweeper) = (f(self.writer), f(self.lane), f(self.sweeper));
+        Engine {
+            reader: f(self.reader),
+            writer,
+            lane,
+            sweeper,
+            writer_stop: self.writer_stop,
+            transport_close: self.transport_close,
+        }
+    }
 }
 
 fn engine<T: Transport>(
     transport: T,
     service: Arc<dyn Service>,
     config: SessionConfig,
-) -> (Peer, Engine) {
+) -> (Peer, Engine<BoxFuture<'static, ()>>) {
     let facts = crate::telemetry::ConnectionFacts::new(transport.carrier());
     let (reader, writer) = transport.split();
     let transport_close = writer.close_time();
@@ -137,7 +145,7 @@ fn engine<T: Transport>(
         }
     });
     let reader = Box::pin(reader::run_reader(reader, shared, service, peer.clone()));
-    let engine = Engine {
+    let engine: Engine<BoxFuture<'static, ()>> = Engine {
         reader,
         writer,
         lane,
@@ -157,14 +165,7 @@ impl Session {
         config: SessionConfig,
     ) -> Session {
         let (peer, engine) = engine(transport, service, config);
-        let tasks = Tasks::Spawned(Spawned {
-            writer: Some(tokio::spawn(engine.writer)),
-            lane: Some(tokio::spawn(engine.lane)),
-            sweeper: Some(tokio::spawn(engine.sweeper)),
-            reader: Some(tokio::spawn(engine.reader)),
-            writer_stop: engine.writer_stop,
-            transport_close: engine.transport_close,
-        });
+        let tasks = Tasks::Spawned(engine.map(|task| Some(tokio::spawn(task))));
         Session { peer, tasks }
     }
 
@@ -300,7 +301,7 @@ async fn bounded(task: &mut Part, beside: &mut [&mut Part], limit: Duration, wha
 
 /// The engine's four tasks in one future: they run until the reader ends, then close in
 /// the order, and with the bounds, of [`Session::close`].
-async fn run_joined(engine: Engine, shared: Arc<Shared>) {
+async fn run_joined(engine: Engine<BoxFuture<'static, ()>>, shared: Arc<Shared>) {
     let grace = shared.config.close_grace;
     let mut writer = part(engine.writer);
     let mut lane = part(engine.lane);
