@@ -21,7 +21,7 @@ use prost::Message as _;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::common::{BIN, HttpServe};
+use crate::common::{BIN, HttpServe, ScratchDir};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -193,10 +193,8 @@ async fn run(program: &Path, args: &[String], env: &[(&str, String)], what: &str
 /// The Python client calls `test_tool_with_progress` on mcpflow (over `place`: a URL,
 /// or the command after `--`); mcpflow's server span continues its client span.
 async fn python_client_to_mcpflow(receiver: &Receiver, mode: &str, place: &[String], cell: &str) {
-    let dir = std::env::temp_dir().join(format!("mcpflow-otel-{}-{cell}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new(&format!("otel-{cell}"));
     let spans_file = dir.join("python-spans.jsonl");
-    let _ = std::fs::remove_file(&spans_file);
     let mut args = vec![
         root()
             .join("interop/peers/otel_peer.py")
@@ -369,11 +367,8 @@ async fn mcpflow_client_traces_continue_into_the_python_server() {
     ] {
         for http in [false, true] {
             let cell = format!("{}-{era}", if http { "http" } else { "stdio" });
-            let spans_file = std::env::temp_dir().join(format!(
-                "mcpflow-otel-{}-server-{cell}.jsonl",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_file(&spans_file);
+            let dir = ScratchDir::new(&format!("otel-server-{cell}"));
+            let spans_file = dir.join("python-spans.jsonl");
             let server = python_server(script, &spans_file, http).await;
             let mut args: Vec<String> = [
                 "call",

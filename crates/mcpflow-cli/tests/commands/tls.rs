@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{HttpServe, mcpflow_with};
+use common::{HttpServe, ScratchDir, mcpflow_with};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
@@ -79,7 +79,7 @@ fn backend_addr(url: &str) -> SocketAddr {
 fn inspect_reaches_an_https_server_and_names_an_untrusted_certificate() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let pki = test_pki();
-    let dir = tempfile_dir();
+    let dir = ScratchDir::new("tls");
     let ca_file = dir.join("ca.pem");
     std::fs::write(&ca_file, &pki.ca_pem).expect("write the CA file");
 
@@ -126,10 +126,4 @@ fn inspect_reaches_an_https_server_and_names_an_untrusted_certificate() {
     );
     drop(server);
     runtime.shutdown_timeout(Duration::from_secs(1));
-}
-
-fn tempfile_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpflow-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create a temp dir");
-    dir
 }

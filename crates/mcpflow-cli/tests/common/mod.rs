@@ -33,6 +33,30 @@ impl Run {
     }
 }
 
+/// A fresh directory under the system's temp dir, removed with what is in it when
+/// dropped (a failing test included).
+pub struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    /// `mcpflow-NAME-PID`, emptied if a previous run left it.
+    pub fn new(name: &str) -> ScratchDir {
+        let dir = std::env::temp_dir().join(format!("mcpflow-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a scratch directory");
+        ScratchDir(dir)
+    }
+
+    pub fn join(&self, file: &str) -> std::path::PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Run `mcpflow ARGS` with stdin closed, killing it after [`LIMIT`].
 pub fn mcpflow(args: &[&str]) -> Run {
     mcpflow_with(args, None, &[])
