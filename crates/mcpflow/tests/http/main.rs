@@ -1,4 +1,4 @@
-//! Streamable HTTP: the server at the wire (`http_server`), its session table
+//! Streamable HTTP: the server at the wire (`http_server`), batches (`http_batches`), its session table
 //! (`http_sessions`) and limits under hostile traffic (`http_limits`), hostile messages
 //! over it (`hostile_http`), the client transport against misbehaving servers
 //! (`http_client`), and what only HTTP can do to a client (`http_engine`). Every wait is
@@ -8,6 +8,7 @@
 mod common;
 
 mod hostile_http;
+mod http_batches;
 mod http_client;
 mod http_engine;
 mod http_limits;

@@ -318,8 +318,17 @@ pub(crate) async fn post(
 
     let stateless = state.config.stateless;
     let (session, created) = if stateless {
+        // No `initialize` says the version here: the header does, 2025-03-26 without one.
+        let version = header(&headers, PROTOCOL_VERSION_HEADER)
+            .map_or(ProtocolVersion::V2025_03_26, |v| {
+                ProtocolVersion::from(v.to_owned())
+            });
+        if posted.batch && !version.supports_batches() {
+            return Err(batches_refused());
+        }
         let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
         let served = state.server.serve_as(transport, session.principal.clone());
+        served.peer().set_accept_batches(version.supports_batches());
         tokio::spawn(served.wait());
         (session, true)
     } else if header(&headers, SESSION_ID_HEADER).is_some() {
@@ -359,9 +368,7 @@ pub(crate) async fn post(
         ));
     };
     if posted.batch && !stateless && !session.version().is_some_and(|v| v.supports_batches()) {
-        return Err(bad_request(
-            "JSON-RPC batches are only accepted under protocol version 2025-03-26",
-        ));
+        return Err(batches_refused());
     }
     // The auth layer checked a named session's owner; a new one is bound here.
     if created && let Some(Extension(principal)) = principal {
@@ -459,6 +466,11 @@ pub(crate) async fn post(
             Ok(with_session(json_response(StatusCode::OK, body), new_id))
         }
     }
+}
+
+/// The 400 for a batch under a version without batches.
+fn batches_refused() -> Refusal {
+    bad_request("JSON-RPC batches are only accepted under protocol version 2025-03-26")
 }
 
 /// How long a POST waits for its first message before its answer becomes an event

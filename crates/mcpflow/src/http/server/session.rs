@@ -489,7 +489,9 @@ impl SessionWriter {
         let mut routes = lock(&self.routes);
         let (target, sent, answers) = match &meta.kind {
             FrameKind::Response(Some(id)) => {
+                // Once: a later request may reuse the id `initialize` had.
                 if routes.init_id.as_ref() == Some(id) {
+                    routes.init_id = None;
                     routes.version = negotiated_version(&frame);
                 }
                 (
