@@ -750,3 +750,92 @@ async fn http_a_sessionless_call_abandoned_by_its_client_ends() {
     }
     bounded("shutdown", running.shutdown()).await;
 }
+
+/// Requests without a session share the server's slots (guarantee 3 across their
+/// engine connections): past the running ones and the queue a request gets 503 with
+/// its id at once, a listen stream takes no slot, and a freed slot serves the next
+/// request. The same holds for POSTs in stateless mode.
+#[tokio::test]
+async fn http_requests_without_a_session_share_a_bounded_number_of_slots() {
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (s, r) = (started.clone(), release.clone());
+    let holds = Server::builder("slots", "1")
+        .tool(common::tool("hold"), move |_args, _cx| {
+            let (started, release) = (s.clone(), r.clone());
+            async move {
+                started.notify_one();
+                release.notified().await;
+                Ok(CallToolResult::text("released"))
+            }
+        })
+        .tool(common::tool("plain"), |_args, _cx| async {
+            Ok(CallToolResult::text("plain"))
+        })
+        .build();
+    let limited = |server: HttpServer| {
+        server
+            .max_sessionless_requests(1)
+            .sessionless_queue_capacity(0)
+    };
+    let running = common::http::serve(limited(HttpServer::new(holds.clone()))).await;
+    let url = running.url();
+    let named = |name: &'static str| [V, ("mcp-method", "tools/call"), ("mcp-name", name)];
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let listen = request(1, "subscriptions/listen", params);
+    let mut listening = send(&url, &listen, &[V, ("mcp-method", "subscriptions/listen")]).await;
+    bounded("the acknowledgement", listening.chunk())
+        .await
+        .expect("read");
+    let hold = request(2, "tools/call", json!({"name": "hold"}));
+    let held = tokio::spawn({
+        let url = url.clone();
+        async move { post(&url, &hold, &named("hold")).await }
+    });
+    bounded("the held call to start", started.notified()).await;
+    let plain = request(3, "tools/call", json!({"name": "plain"}));
+    let (status, body) = post(&url, &plain, &named("plain")).await;
+    assert_eq!(status, 503, "the one slot is taken: {body}");
+    assert_eq!(body["id"], 3, "the refusal names the request: {body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("max_sessionless_requests"), "{message}");
+    release.notify_one();
+    let (status, body) = bounded("the held call", held)
+        .await
+        .expect("the client task");
+    assert_eq!(status, 200, "{body}");
+    until("the held call's exchange to end", || {
+        running.stats().sessionless_exchanges == 1
+    })
+    .await;
+    let (status, body) = post(&url, &plain, &named("plain")).await;
+    assert_eq!(status, 200, "the freed slot serves the next call: {body}");
+    drop(listening);
+    bounded("shutdown", running.shutdown()).await;
+
+    let running = common::http::serve(limited(HttpServer::new(holds).stateless(true))).await;
+    let url = running.url();
+    let call = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}})
+    };
+    let held = tokio::spawn({
+        let (url, hold) = (url.clone(), call(1, "hold"));
+        async move { send(&url, &hold, &[]).await.text().await }
+    });
+    bounded("the held stateless call to start", started.notified()).await;
+    let (status, body) = post(&url, &call(2, "plain"), &[]).await;
+    assert_eq!(status, 503, "stateless mode shares the slots: {body}");
+    release.notify_one();
+    let text = bounded("the held stateless call", held)
+        .await
+        .expect("the client task")
+        .expect("its body");
+    assert!(text.contains("released"), "{text}");
+    bounded("a freed slot to serve the next stateless call", async {
+        while post(&url, &call(3, "plain"), &[]).await.0 != 200 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    bounded("shutdown", running.shutdown()).await;
+}

@@ -27,6 +27,7 @@ use crate::server::Principal;
 use crate::transport::InboundFrame;
 
 /// An HTTP error with a JSON-RPC error body (no id unless known), as the spec allows.
+#[derive(Debug)]
 pub(crate) struct Refusal {
     status: StatusCode,
     code: ErrorCode,
@@ -326,10 +327,15 @@ pub(crate) async fn post(
         if posted.batch && !version.supports_batches() {
             return Err(batches_refused());
         }
+        let id = posted.single().map(|request| request.id.clone());
+        let slot = state.slots.admit(id.as_ref(), &state.stopping).await?;
         let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
         let served = state.server.serve_as(transport, session.principal.clone());
         served.peer().set_accept_batches(version.supports_batches());
-        tokio::spawn(served.wait());
+        tokio::spawn(async move {
+            let _slot = slot;
+            served.wait().await;
+        });
         (session, true)
     } else if header(&headers, SESSION_ID_HEADER).is_some() {
         if posted.initialize.is_some() {

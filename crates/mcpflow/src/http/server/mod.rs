@@ -74,6 +74,7 @@
 //! | [`max_buffered_body_bytes`](HttpServer::max_buffered_body_bytes) | 256 MiB | 503 with `Retry-After` |
 //! | [`max_queued_event_bytes`](HttpServer::max_queued_event_bytes) | 256 MiB (and 64 MiB per stream) | a stream whose client is behind is cut; it can be resumed |
 //! | [`max_sessions`](HttpServer::max_sessions) | 10,000 | an idle session is evicted (unused ones first, oldest first); 503 when none is idle |
+//! | [`max_sessionless_requests`](HttpServer::max_sessionless_requests) | 1,024 running, and [`sessionless_queue_capacity`](HttpServer::sessionless_queue_capacity) 4,096 waiting | requests without a session (2026-07-28, or stateless mode) wait for a slot; past the queue, 503 with `Retry-After` |
 //! | [`session_idle_timeout`](HttpServer::session_idle_timeout) | 30 min | the session ends |
 //! | [`unused_session_idle_timeout`](HttpServer::unused_session_idle_timeout) | 1 min | a session that served only `initialize` ends |
 //!
@@ -95,6 +96,7 @@ mod running;
 pub use running::{HttpServerStats, RunningHttpServer};
 mod session;
 mod sessionless;
+mod slots;
 mod table;
 
 use std::fmt;
@@ -133,6 +135,8 @@ struct Config {
     idle_timeout: Duration,
     unused_idle_timeout: Duration,
     max_sessions: usize,
+    max_sessionless_requests: usize,
+    sessionless_queue_capacity: usize,
     body: BodyLimits,
     max_buffered_body_bytes: usize,
     max_queued_event_bytes: usize,
@@ -158,6 +162,14 @@ impl fmt::Debug for HttpServer {
             .field("idle_timeout", &self.config.idle_timeout)
             .field("unused_idle_timeout", &self.config.unused_idle_timeout)
             .field("max_sessions", &self.config.max_sessions)
+            .field(
+                "max_sessionless_requests",
+                &self.config.max_sessionless_requests,
+            )
+            .field(
+                "sessionless_queue_capacity",
+                &self.config.sessionless_queue_capacity,
+            )
             .field("body", &self.config.body)
             .field(
                 "max_buffered_body_bytes",
@@ -190,6 +202,8 @@ impl HttpServer {
                 idle_timeout: Duration::from_secs(30 * 60),
                 unused_idle_timeout: Duration::from_secs(60),
                 max_sessions: 10_000,
+                max_sessionless_requests: 1024,
+                sessionless_queue_capacity: 4096,
                 body: BodyLimits {
                     max_bytes: 16 * 1024 * 1024,
                     timeout: Duration::from_secs(30),
@@ -248,6 +262,26 @@ impl HttpServer {
     /// idle one, or is refused with 503 when none is idle.
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.config.max_sessions = n;
+        self
+    }
+
+    /// Run at most this many requests served without a session at once: 2026-07-28
+    /// requests without `Mcp-Session-Id`, and every POST in [stateless](Self::stateless)
+    /// mode (default 1,024). Each has an engine connection of its own, so the
+    /// per-connection limit of [`SessionConfig`](crate::SessionConfig) bounds
+    /// none of them together. Past it a request waits for a slot, up to
+    /// [`sessionless_queue_capacity`](Self::sessionless_queue_capacity) of them; past
+    /// that it is refused with 503 and `Retry-After`. `subscriptions/listen` streams
+    /// take no slot.
+    pub fn max_sessionless_requests(mut self, n: usize) -> Self {
+        self.config.max_sessionless_requests = n.max(1);
+        self
+    }
+
+    /// How many requests without a session may wait for a slot when
+    /// [`max_sessionless_requests`](Self::max_sessionless_requests) run (default 4,096).
+    pub fn sessionless_queue_capacity(mut self, n: usize) -> Self {
+        self.config.sessionless_queue_capacity = n;
         self
     }
 

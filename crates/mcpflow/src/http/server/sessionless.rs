@@ -35,6 +35,8 @@ const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 /// The one request of a 2026-07-28 POST.
 pub(crate) struct SessionlessPost {
     pub(crate) id: RequestId,
+    /// `subscriptions/listen`: a stream, which takes no slot.
+    pub(crate) listen: bool,
 }
 
 /// Whether a POST without a session carries a 2026-07-28 request: its body has the
@@ -231,7 +233,10 @@ pub(crate) fn check(
             }
         }
     }
-    Ok(SessionlessPost { id: id.clone() })
+    Ok(SessionlessPost {
+        id: id.clone(),
+        listen: method_name == method::SUBSCRIPTIONS_LISTEN,
+    })
 }
 
 /// One `Mcp-Param-{name}` header against its argument: required when the argument is
@@ -295,6 +300,11 @@ pub(crate) async fn post(
     sse_ok: bool,
     json_ok: bool,
 ) -> Result<Response, Refusal> {
+    let slot = if post.listen {
+        None
+    } else {
+        Some(state.slots.admit(Some(&post.id), &state.stopping).await?)
+    };
     let (session, transport) = HttpSession::new(String::new(), state.session_settings(false));
     if let Some(Extension(principal)) = principal {
         session.bind(principal);
@@ -313,7 +323,7 @@ pub(crate) async fn post(
     let exchange = state.exchanges.start();
     // This task runs the exchange's engine (its tasks joined into one) to its close.
     tokio::spawn(async move {
-        let _exchange = exchange;
+        let (_exchange, _slot) = (exchange, slot);
         tokio::pin!(served);
         tokio::select! {
             () = &mut served => {}

@@ -21,6 +21,7 @@ use super::body::BodyBudget;
 use super::events::QueueBudget;
 use super::handlers::{self, Refusal};
 use super::session::{HttpSession, SessionSettings};
+use super::slots::SessionlessSlots;
 use crate::server::Server;
 
 /// State shared by the handlers.
@@ -44,6 +45,8 @@ pub(crate) struct AppState {
     pub(super) stopping: tokio_util::sync::CancellationToken,
     /// Sessionless 2026-07-28 exchanges whose engine is still running.
     pub(super) exchanges: InFlight,
+    /// Slots for requests served without a session (both kinds).
+    pub(super) slots: SessionlessSlots,
 }
 
 /// A count of things in flight, each held by the guard [`InFlight::start`] returns.
@@ -83,6 +86,10 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl AppState {
     pub(super) fn new(server: Server, config: Config) -> Self {
+        let slots = SessionlessSlots::new(
+            config.max_sessionless_requests,
+            config.sessionless_queue_capacity,
+        );
         AppState {
             server,
             body_budget: BodyBudget::new(config.max_buffered_body_bytes),
@@ -96,6 +103,7 @@ impl AppState {
             evictable: Mutex::default(),
             stopping: tokio_util::sync::CancellationToken::new(),
             exchanges: InFlight::default(),
+            slots,
         }
     }
 
