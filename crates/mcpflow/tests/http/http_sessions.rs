@@ -1,8 +1,8 @@
 //! The session table of the streamable HTTP server at its cap and over time, driven in
 //! process through [`HttpServer::router`] on a paused clock: idle sessions are evicted
 //! for new ones (those that never served more than `initialize` first, each group
-//! oldest first), busy ones never are, and unused sessions expire sooner than used
-//! ones. Every wait is bounded.
+//! oldest first), busy ones never are, unused sessions expire sooner than used ones,
+//! and an ended or malformed session id is answered as such. Every wait is bounded.
 #![cfg(feature = "http-server")]
 
 use crate::common;
@@ -230,4 +230,43 @@ async fn unused_sessions_expire_sooner_than_used_ones() {
         StatusCode::NOT_FOUND,
         "used: gone after 30 min idle"
     );
+}
+
+/// A session id that names no session is 404, whatever the POST carries (an
+/// `initialize` included: the client is to start anew without the header); one that
+/// is not visible ASCII is 400 saying so, not taken for a missing header.
+#[tokio::test(start_paused = true)]
+async fn an_ended_or_malformed_session_id_is_named_as_such() {
+    let router = router(Arc::default(), |s| s);
+    let session = initialize(&router).await.expect("a session");
+    let ended = send(&router, "DELETE", Some(&session), None).await;
+    assert_eq!(ended.status(), StatusCode::OK, "{}", read(ended).await);
+    let initialize_again = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let response = send(&router, "POST", Some(&session), Some(initialize_again)).await;
+    let status = response.status();
+    let body = read(response).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains("terminated"), "{body}");
+
+    let request = Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("host", "localhost")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header(
+            "mcp-session-id",
+            axum::http::HeaderValue::from_bytes(b"caf\xe9").expect("an opaque header value"),
+        )
+        .body(Body::from(call("echo").to_string()))
+        .expect("a request");
+    let response = bounded("the router's answer", router.clone().oneshot(request))
+        .await
+        .expect("the router is infallible");
+    let status = response.status();
+    let body = read(response).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("not visible ASCII"), "{body}");
 }

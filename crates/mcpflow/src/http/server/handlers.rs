@@ -185,9 +185,11 @@ async fn find_session(
     principal: Option<&Arc<Principal>>,
 ) -> Result<Arc<HttpSession>, Refusal> {
     let Some(id) = header(headers, SESSION_ID_HEADER) else {
-        return Err(bad_request(
-            "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned",
-        ));
+        return Err(bad_request(if headers.contains_key(SESSION_ID_HEADER) {
+            "Mcp-Session-Id is not visible ASCII, so it names no session of this server"
+        } else {
+            "missing Mcp-Session-Id header: send `initialize` first and then the session id it returned"
+        }));
     };
     if let Some(shared) = &state.config.sessions {
         let session = fleet::endpoint::find(state, shared, id, principal).await?;
@@ -337,14 +339,16 @@ pub(crate) async fn post(
             served.wait().await;
         });
         (session, true)
-    } else if header(&headers, SESSION_ID_HEADER).is_some() {
+    } else if headers.contains_key(SESSION_ID_HEADER) {
+        // An unknown or ended session is 404 first, `initialize` or not: the client
+        // starts a new one.
+        let principal = principal.as_ref().map(|Extension(p)| p);
+        let session = find_session(&state, &headers, principal).await?;
         if posted.initialize.is_some() {
             return Err(bad_request(
                 "this session is already initialized; send `initialize` without Mcp-Session-Id to start a new one",
             ));
         }
-        let principal = principal.as_ref().map(|Extension(p)| p);
-        let session = find_session(&state, &headers, principal).await?;
         if !posted.requests.is_empty() {
             session.mark_used();
         }
