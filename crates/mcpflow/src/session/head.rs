@@ -168,9 +168,26 @@ impl RequestHead {
             return RequestHead::default();
         };
         let mut de = serde_json::Deserializer::from_slice(params);
-        // The decoder checked the params are one JSON object; a failure here is
-        // a bug, and then no member is read.
-        HeadSeed(params).deserialize(&mut de).unwrap_or_default()
+        // The decoder checked the params are one JSON object, but not that its strings
+        // decode: a lone surrogate fails here, and then no member is usable.
+        HeadSeed(params)
+            .deserialize(&mut de)
+            .unwrap_or_else(|_| RequestHead::unreadable())
+    }
+
+    /// The head of params holding a string that does not decode: each text member
+    /// says so to the method that needs it, rather than pass for absent.
+    fn unreadable() -> RequestHead {
+        const WHY: &str =
+            "could not be read: the params hold a string that does not decode (a lone surrogate?)";
+        RequestHead {
+            name: Member::Invalid(WHY),
+            uri: Member::Invalid(WHY),
+            cursor: Member::Invalid(WHY),
+            task_id: Member::Invalid(WHY),
+            request_state: Member::Invalid(WHY),
+            ..RequestHead::default()
+        }
     }
 
     /// The `_meta` object, when there is one.
@@ -418,6 +435,18 @@ mod tests {
             .meta()
             .and_then(|m| m.progress_token.as_ref())
             .map(|t| t.get().to_owned())
+    }
+
+    #[test]
+    fn a_string_that_does_not_decode_makes_the_text_members_unusable_not_absent() {
+        let h = head(r#"{"name":"a\ud800b","arguments":{}}"#);
+        let error = h.name.required("name").expect_err("unusable");
+        assert!(
+            error.message.contains("lone surrogate"),
+            "{}",
+            error.message
+        );
+        assert!(h.cursor.optional("cursor").is_err());
     }
 
     #[test]
