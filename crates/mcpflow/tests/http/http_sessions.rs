@@ -270,3 +270,47 @@ async fn an_ended_or_malformed_session_id_is_named_as_such() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(body.contains("not visible ASCII"), "{body}");
 }
+
+/// An MCP header given twice is refused with 400 naming it, rather than read by its
+/// first value: two sessions, or two versions, in one request.
+#[tokio::test(start_paused = true)]
+async fn an_mcp_header_given_twice_is_refused() {
+    let router = router(Arc::default(), |s| s);
+    let first = initialize(&router).await.expect("a session");
+    let second = initialize(&router).await.expect("a session");
+    for (name, values) in [
+        ("mcp-session-id", [first.as_str(), second.as_str()]),
+        ("mcp-protocol-version", ["2025-11-25", "garbage"]),
+    ] {
+        let mut request = Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", "localhost")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if name != "mcp-session-id" {
+            request = request.header("mcp-session-id", first.as_str());
+        }
+        for value in values {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Body::from(call("echo").to_string()))
+            .expect("a request");
+        let response = bounded("the router's answer", router.clone().oneshot(request))
+            .await
+            .expect("the router is infallible");
+        let status = response.status();
+        let body = read(response).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name} twice: {body}");
+        assert!(
+            body.contains(name) && body.contains("more than once"),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        echo(&router, &first).await,
+        StatusCode::OK,
+        "the session serves on"
+    );
+}

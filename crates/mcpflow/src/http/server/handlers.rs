@@ -134,6 +134,11 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
             reason,
         )
     })?;
+    if let Some(name) = repeated_header(headers) {
+        return Err(bad_request(format!(
+            "header `{name}` is given more than once; send it once"
+        )));
+    }
     // Without a session an unknown version may be a 2026-07-28 request's, refused
     // with the error that names the versions served (-32022).
     let in_session = headers.contains_key(SESSION_ID_HEADER) || state.config.stateless;
@@ -147,6 +152,15 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
         }
     }
     Ok(())
+}
+
+/// An MCP header (`Mcp-*`, `MCP-Protocol-Version`, `Last-Event-ID`) given twice: refused
+/// rather than read by its first value, which a proxy in front may not read alike.
+fn repeated_header(headers: &HeaderMap) -> Option<&str> {
+    headers.keys().map(|name| name.as_str()).find(|name| {
+        (name.starts_with("mcp-") || *name == LAST_EVENT_ID_HEADER)
+            && headers.get_all(*name).iter().nth(1).is_some()
+    })
 }
 
 fn known_versions() -> String {
