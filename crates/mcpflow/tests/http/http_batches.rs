@@ -8,13 +8,11 @@
 use crate::common;
 
 use axum::Router;
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use common::bounded;
+use axum::http::{HeaderValue, StatusCode};
+use common::http::post_through;
 use mcpflow::http::server::HttpServer;
 use mcpflow::server::Server;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 fn router(stateless: bool) -> Router {
     let server = Server::builder("batches", "1.0.0").build();
@@ -28,38 +26,16 @@ async fn post(
     headers: &[(&str, &str)],
     body: Value,
 ) -> (StatusCode, Option<String>, String) {
-    let mut request = Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", "localhost")
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json");
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let request = request
-        .body(Body::from(body.to_string()))
-        .expect("a request");
-    let response = bounded("the router's answer", router.clone().oneshot(request))
-        .await
-        .expect("the router is infallible");
-    let status = response.status();
-    let session = response
-        .headers()
+    let headers: Vec<_> = headers
+        .iter()
+        .map(|(name, value)| (*name, HeaderValue::from_str(value).expect("a header value")))
+        .collect();
+    let (status, headers, body) = post_through(router, &headers, body.to_string()).await;
+    let session = headers
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let bytes = bounded(
-        "the whole answer",
-        axum::body::to_bytes(response.into_body(), usize::MAX),
-    )
-    .await
-    .expect("the body");
-    (
-        status,
-        session,
-        String::from_utf8_lossy(&bytes).into_owned(),
-    )
+    (status, session, body)
 }
 
 fn ping(id: u64) -> Value {

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, Response, StatusCode};
+use axum::http::{HeaderValue, Request, Response, StatusCode};
 use common::bounded;
+use common::http::post_through;
 use mcpflow::http::server::HttpServer;
 use mcpflow::protocol::{CallToolResult, Tool};
 use mcpflow::server::Server;
@@ -250,23 +251,13 @@ async fn an_ended_or_malformed_session_id_is_named_as_such() {
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(body.contains("terminated"), "{body}");
 
-    let request = Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", "localhost")
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header(
-            "mcp-session-id",
-            axum::http::HeaderValue::from_bytes(b"caf\xe9").expect("an opaque header value"),
-        )
-        .body(Body::from(call("echo").to_string()))
-        .expect("a request");
-    let response = bounded("the router's answer", router.clone().oneshot(request))
-        .await
-        .expect("the router is infallible");
-    let status = response.status();
-    let body = read(response).await;
+    let malformed = HeaderValue::from_bytes(b"caf\xe9").expect("an opaque header value");
+    let (status, _, body) = post_through(
+        &router,
+        &[("mcp-session-id", malformed)],
+        call("echo").to_string(),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(body.contains("not visible ASCII"), "{body}");
 }
@@ -282,26 +273,17 @@ async fn an_mcp_header_given_twice_is_refused() {
         ("mcp-session-id", [first.as_str(), second.as_str()]),
         ("mcp-protocol-version", ["2025-11-25", "garbage"]),
     ] {
-        let mut request = Request::builder()
-            .method("POST")
-            .uri("/mcp")
-            .header("host", "localhost")
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json");
+        let mut headers = Vec::new();
         if name != "mcp-session-id" {
-            request = request.header("mcp-session-id", first.as_str());
+            headers.push((
+                "mcp-session-id",
+                HeaderValue::from_str(&first).expect("ascii"),
+            ));
         }
         for value in values {
-            request = request.header(name, value);
+            headers.push((name, HeaderValue::from_str(value).expect("ascii")));
         }
-        let request = request
-            .body(Body::from(call("echo").to_string()))
-            .expect("a request");
-        let response = bounded("the router's answer", router.clone().oneshot(request))
-            .await
-            .expect("the router is infallible");
-        let status = response.status();
-        let body = read(response).await;
+        let (status, _, body) = post_through(&router, &headers, call("echo").to_string()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name} twice: {body}");
         assert!(
             body.contains(name) && body.contains("more than once"),
