@@ -499,8 +499,8 @@ async fn a_stream_ended_mid_call_resumes_with_last_event_id() {
         bounded("empty replay", again.text()).await.expect("ends"),
         ""
     );
-    // Event ids this session never issued.
-    for bogus in ["99-0", "nonsense"] {
+    // Event ids this session never issued, and one that is not ASCII.
+    for bogus in ["99-0", "nonsense", "caf\u{e9}"] {
         assert_eq!(
             peer.get(Some(bogus)).await.status(),
             StatusCode::BAD_REQUEST,

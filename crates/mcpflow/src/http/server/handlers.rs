@@ -551,6 +551,11 @@ pub(crate) async fn get(
     let principal = principal.as_ref().map(|Extension(p)| p);
     let session = find_session(&state, &headers, principal).await?;
     let last = header(&headers, LAST_EVENT_ID_HEADER);
+    if last.is_none() && headers.contains_key(LAST_EVENT_ID_HEADER) {
+        return Err(bad_request(
+            "Last-Event-ID is not visible ASCII, so it names no event",
+        ));
+    }
     if let Some(shared) = &state.config.sessions
         && let Some(last) = last
     {
