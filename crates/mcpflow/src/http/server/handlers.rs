@@ -157,6 +157,10 @@ fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
 /// An MCP header (`Mcp-*`, `MCP-Protocol-Version`, `Last-Event-ID`) given twice: refused
 /// rather than read by its first value, which a proxy in front may not read alike.
 fn repeated_header(headers: &HeaderMap) -> Option<&str> {
+    // Most requests repeat no header at all: nothing to look up.
+    if headers.len() == headers.keys_len() {
+        return None;
+    }
     headers.keys().map(|name| name.as_str()).find(|name| {
         (name.starts_with("mcp-") || *name == LAST_EVENT_ID_HEADER)
             && headers.get_all(*name).iter().nth(1).is_some()
