@@ -326,10 +326,20 @@ fn configured(args: &AuthArgs, mut config: OAuthConfig) -> Result<OAuthConfig, F
     Ok(config)
 }
 
+/// When this process first showed an authorization URL: from then on the first
+/// request of a connection may also wait for the user in the browser.
+static SHOWN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// When an authorization URL was first shown, if one was.
+pub fn authorization_shown() -> Option<std::time::Instant> {
+    SHOWN.get().copied()
+}
+
 /// Shows the authorization URL on stderr (it works over ssh) and, unless told not to,
 /// opens it in a browser. When no browser could be opened and nobody is at a terminal
 /// to open the URL, there is no one to sign in: that fails at once, naming what works.
 fn show(url: &Url, no_browser: bool) -> std::io::Result<()> {
+    let _ = SHOWN.set(std::time::Instant::now());
     eprintln!("mcpflow: the server asks for authorization; open this URL to sign in:\n  {url}");
     if no_browser {
         return Ok(());

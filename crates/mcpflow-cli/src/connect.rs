@@ -319,17 +319,37 @@ pub async fn connect(
             )
         }
     };
-    // `initialize` is bounded by the request timeout; this is a second, outer bound.
-    let outer = first_wait + Duration::from_secs(5);
-    let outcome = tokio::select! {
-        r = tokio::time::timeout(outer, handshake) => r,
-        () = noise.fatal() => {
-            signals::set_child(None);
-            return Err(Failure::connection(format!("{target} is not an MCP server over stdio")).with_cause(noise.cause()));
-        }
-        () = interrupt.pressed() => {
-            signals::signal_child(libc::SIGKILL);
-            return Err(Failure::interrupted());
+    // The first request is bounded by the request timeout; this is a second, outer bound.
+    // With OAuth on, that request's timeout leaves room for the user to sign in, but
+    // the handshake gets that room only once the flow has shown them the URL: a
+    // server that never answers fails at --timeout.
+    let started = tokio::time::Instant::now();
+    let grace = Duration::from_secs(5);
+    let mut handshake = handshake;
+    let outcome = loop {
+        let shown = oauth_on && crate::auth::authorization_shown().is_some();
+        let deadline = match (oauth_on, shown) {
+            (true, true) => started + first_wait + grace,
+            (true, false) => started + timeout,
+            (false, _) => started + timeout + grace,
+        };
+        tokio::select! {
+            r = &mut handshake => break Ok(r),
+            () = tokio::time::sleep_until(deadline) => {
+                // Shown while this waited: the later deadline holds.
+                if oauth_on && !shown && crate::auth::authorization_shown().is_some() {
+                    continue;
+                }
+                break Err(());
+            }
+            () = noise.fatal() => {
+                signals::set_child(None);
+                return Err(Failure::connection(format!("{target} is not an MCP server over stdio")).with_cause(noise.cause()));
+            }
+            () = interrupt.pressed() => {
+                signals::signal_child(libc::SIGKILL);
+                return Err(Failure::interrupted());
+            }
         }
     };
     match outcome {

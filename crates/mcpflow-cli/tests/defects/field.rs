@@ -119,3 +119,27 @@ fn read_of_a_blob_names_out_file() {
         run.describe()
     );
 }
+
+/// A server that takes the connection and never sends response headers: the command
+/// fails at `--timeout` with exit 3, in every era, although OAuth is on for any URL
+/// and a first request may wait longer for a user who is signing in (only once the
+/// sign-in URL is shown).
+#[test]
+fn a_url_that_never_answers_fails_at_the_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    // Holds every connection open, unanswered, for the rest of the test binary.
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    for era in ["handshake", "per-request", "auto"] {
+        let run = mcpflow(&["ping", "--timeout", "2", "--era", era, "--url", &url]);
+        assert_eq!(run.code, 3, "--era {era}: {}", run.describe());
+        assert!(
+            run.stderr.contains("in 2s"),
+            "--era {era}: the message names the timeout given: {}",
+            run.describe()
+        );
+    }
+}
