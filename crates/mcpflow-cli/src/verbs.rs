@@ -109,7 +109,7 @@ pub async fn list_all(
             .request(method, &params, options(timeout))
             .await
             .map_err(|e| conn.failure(&e))?;
-        for item in page[field].as_array().into_iter().flatten() {
+        for item in array_of(&page, method, field)? {
             match check(field, item) {
                 Ok(()) => listed.items.push(item.clone()),
                 Err(e) => listed.skipped.push(format!(
@@ -140,6 +140,18 @@ pub async fn list_all(
 }
 
 /// Whether `item` reads as an entry of `field`.
+/// `result[field]`, which the schema makes an array: anything else, or nothing, is no
+/// valid answer, not an empty one.
+fn array_of<'a>(result: &'a Value, method: &str, field: &str) -> Result<&'a [Value], Failure> {
+    match result.get(field) {
+        Some(Value::Array(items)) => Ok(items),
+        other => Err(Failure::connection(format!(
+            "`{method}`: the answer is not valid MCP: `{field}` must be an array, not {}",
+            other.map_or_else(|| "missing".to_owned(), |v| cut(&v.to_string(), 60))
+        ))),
+    }
+}
+
 fn check(field: &str, item: &Value) -> Result<(), String> {
     let result = match field {
         "tools" => serde_json::from_value::<Tool>(item.clone()).map(drop),
@@ -232,10 +244,10 @@ pub async fn read(
             .await;
         let result = match answer {
             Err(e) => Err(conn.failure(&e)),
-            Ok(result) => {
-                let contents = result["contents"].as_array().cloned().unwrap_or_default();
-                match &out {
-                    Some(path) => write_contents(&contents, path).map(|n| {
+            Ok(result) => match array_of(&result, "resources/read", "contents") {
+                Err(e) => Err(e),
+                Ok(contents) => match &out {
+                    Some(path) => write_contents(contents, path).map(|n| {
                         if json_out {
                             println!("{}", json!({ "written": path, "bytes": n }));
                         } else {
@@ -249,11 +261,11 @@ pub async fn read(
                     }
                     None => {
                         let hint = Some("save it with --out FILE");
-                        print_contents(&contents, &mut Saver::describing(hint));
+                        print_contents(contents, &mut Saver::describing(hint));
                         Ok(0)
                     }
-                }
-            }
+                },
+            },
         };
         (conn, result)
     })
@@ -288,14 +300,15 @@ pub async fn prompt(
             .client
             .request::<GetPrompt>(&params, options(timeout))
             .await;
-        let result = answer.map_err(|e| conn.failure(&e)).map(|result| {
+        let result = answer.map_err(|e| conn.failure(&e)).and_then(|result| {
+            let messages = array_of(&result, "prompts/get", "messages")?;
             if json_out {
                 println!("{result}");
             } else {
                 if let Some(d) = result.get("description").and_then(Value::as_str) {
                     println!("# {}", first_line(d));
                 }
-                for message in result["messages"].as_array().into_iter().flatten() {
+                for message in messages {
                     println!("[{}]", text(message, "role"));
                     print_blocks(
                         std::slice::from_ref(&message["content"]),
@@ -303,7 +316,7 @@ pub async fn prompt(
                     );
                 }
             }
-            0
+            Ok(0)
         });
         (conn, result)
     })

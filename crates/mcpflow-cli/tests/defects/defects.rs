@@ -288,3 +288,47 @@ fn usage_text_names_every_way_to_give_a_server() {
         run.describe()
     );
 }
+
+/// A list, resource or prompt answer whose array is of the wrong type, or missing, is
+/// no valid answer: exit 3 naming the member, not an empty list and exit 0.
+#[test]
+fn answers_without_their_array_are_refused_not_read_as_empty() {
+    for (verb, method, reply, field) in [
+        (
+            &["list", "tools"][..],
+            "tools/list",
+            r#""result":{"tools":"hello"}"#,
+            "tools",
+        ),
+        (
+            &["list", "tools"][..],
+            "tools/list",
+            r#""result":{}"#,
+            "tools",
+        ),
+        (
+            &["read", "mem://a"][..],
+            "resources/read",
+            r#""result":{"contents":"x"}"#,
+            "contents",
+        ),
+        (
+            &["prompt", "p"][..],
+            "prompts/get",
+            r#""result":{"messages":"x"}"#,
+            "messages",
+        ),
+    ] {
+        let server = scripted_server(
+            r#"{"tools":{},"resources":{},"prompts":{}}"#,
+            &[(method, reply)],
+        );
+        let run = mcpflow(&with_server(verb, &server));
+        assert_eq!(run.code, 3, "{method} answered {reply}: {}", run.describe());
+        assert!(
+            run.stderr.contains(&format!("`{field}` must be an array")),
+            "{method} answered {reply}: {}",
+            run.describe()
+        );
+    }
+}
