@@ -236,6 +236,27 @@ pub fn id_of_prefix(prefix: &[u8]) -> Option<RequestId> {
     parse_id(raw).ok()
 }
 
+/// The id of the response a frame cut short starts, when the members read before the
+/// cut make it one (a `result` or `error` member begun, no `method`, the `id` whole):
+/// the request it answers can fail at once instead of waiting for its timeout, and
+/// nothing is sent back for it.
+///
+/// ```
+/// use mcpflow_protocol::jsonrpc::response_id_of_prefix;
+/// use mcpflow_protocol::RequestId;
+///
+/// let cut = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"xx"#;
+/// assert_eq!(response_id_of_prefix(cut), Some(RequestId::number(7)));
+/// assert_eq!(response_id_of_prefix(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"#), None);
+/// ```
+pub fn response_id_of_prefix(prefix: &[u8]) -> Option<RequestId> {
+    let salvaged = salvage(prefix);
+    if !salvaged.answer || salvaged.method {
+        return None;
+    }
+    id_of_prefix(prefix)
+}
+
 /// What the top-level members read before a frame turned out unreadable say of it.
 #[derive(Default)]
 struct Salvaged<'a> {

@@ -26,7 +26,9 @@ mod error;
 mod id;
 mod message;
 
-pub use decode::{DecodeError, Decoded, MessageRef, decode, decode_message, id_of_prefix};
+pub use decode::{
+    DecodeError, Decoded, MessageRef, decode, decode_message, id_of_prefix, response_id_of_prefix,
+};
 pub use error::{
     ErrorCode, ErrorObject, MissingRequiredClientCapabilityData, UnsupportedProtocolVersionData,
 };

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use mcpflow_protocol::jsonrpc::{DecodeError, Notification, id_of_prefix};
+use mcpflow_protocol::jsonrpc::{DecodeError, Notification, id_of_prefix, response_id_of_prefix};
 use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -173,15 +173,21 @@ impl Router {
             }
             InboundFrame::Oversized { len, prefix, limit } => {
                 tracing::warn!(len, limit, "skipped an oversized frame");
-                if let Some(id) = id_of_prefix(&prefix) {
+                let too_large = format!(
+                    "the message of at least {len} bytes exceeds the limit of {limit} bytes (max_frame_bytes)"
+                );
+                if let Some(id) = response_id_of_prefix(&prefix) {
+                    // A response too large to read: its request fails now, saying why.
+                    self.shared
+                        .pending
+                        .complete(&id, Err(Failure::Unreadable(too_large)));
+                } else if let Some(id) = id_of_prefix(&prefix) {
                     self.reply_error(
                         replies,
                         Some(id),
                         ErrorObject::new(
                             ErrorCode::INVALID_REQUEST,
-                            format!(
-                                "invalid request: the message of at least {len} bytes exceeds the limit of {limit} bytes (max_frame_bytes)"
-                            ),
+                            format!("invalid request: {too_large}"),
                         )
                         .with_data(serde_json::json!({ "maxFrameBytes": limit })),
                     );

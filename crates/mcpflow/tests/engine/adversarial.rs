@@ -230,21 +230,66 @@ async fn a_response_with_a_malformed_result_fails_its_call_at_once() {
             .await
             .expect("connect");
         for tail in tails {
-            let failed = bounded("a malformed result", client.call_tool("x", json!({}))).await;
-            match failed {
-                Err(SessionError::Codec { detail, .. }) => {
-                    assert!(detail.contains("result"), "{detail} ({tail} over {kind:?})");
-                }
-                other => panic!("{tail} over {kind:?}: {other:?}"),
-            }
+            fails_with(&client, "result", &format!("{tail} over {kind:?}")).await;
         }
-        let result = bounded("the next call", client.call_tool("x", json!({})))
-            .await
-            .expect("the connection keeps serving");
-        assert_eq!(result.content[0].as_text(), Some("fine"));
+        answers_fine(&client).await;
         let _peer = bounded("server script", server).await.unwrap();
         bounded("close", client.close()).await;
     }
+}
+
+/// The next call fails at once with a codec error whose detail names `expected`.
+async fn fails_with(client: &Client, expected: &str, what: &str) {
+    match bounded(what, client.call_tool("x", json!({}))).await {
+        Err(SessionError::Codec { detail, .. }) => {
+            assert!(detail.contains(expected), "{what}: {detail}");
+        }
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+/// The next call is answered `fine`: the connection kept serving.
+async fn answers_fine(client: &Client) {
+    let result = bounded("the next call", client.call_tool("x", json!({})))
+        .await
+        .expect("the connection keeps serving");
+    assert_eq!(result.content[0].as_text(), Some("fine"));
+}
+
+/// A response over the client's frame limit: the call fails at once naming the limit
+/// (not at its timeout), nothing is sent back for the response, and the connection
+/// keeps serving.
+#[tokio::test]
+async fn a_response_over_the_frame_limit_fails_its_call_at_once() {
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
+    let ((ar, aw), (br, bw)) = (a.into_split(), b.into_split());
+    let client_side = mcpflow::transport::StreamTransport::new(ar, aw).max_frame_bytes(4096);
+    let server = tokio::spawn(async move {
+        let mut peer = RawPeer::new(common::AnyTransport::Stream(
+            mcpflow::transport::StreamTransport::new(br, bw),
+        ));
+        peer.accept_initialize().await;
+        let call = peer.recv_tool_call().await;
+        let big = "x".repeat(10_000);
+        peer.send(json!({"jsonrpc":"2.0","id":call["id"],"result":{"content":[{"type":"text","text":big}]}}))
+            .await;
+        let next = peer
+            .recv_answering_lists(|m| {
+                assert!(m.get("error").is_none(), "nothing answers a response: {m}");
+                m["method"] == "tools/call"
+            })
+            .await;
+        peer.send(json!({"jsonrpc":"2.0","id":next["id"],"result":{"content":[{"type":"text","text":"fine"}]}}))
+            .await;
+        peer
+    });
+    let client = bounded("connect", Client::builder("t", "1").connect(client_side))
+        .await
+        .expect("connect");
+    fails_with(&client, "max_frame_bytes", "an oversized response").await;
+    answers_fine(&client).await;
+    let _peer = bounded("server script", server).await.unwrap();
+    bounded("close", client.close()).await;
 }
 
 /// A server that never answers: the call times out (paused clock) and the
