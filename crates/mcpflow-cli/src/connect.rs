@@ -278,7 +278,7 @@ pub async fn connect(
         .build();
     let builder = builder.session_config(config);
     let noise = Arc::new(Noise::default());
-    let (target, handshake) = match place {
+    let (target, mut handshake) = match place {
         Where::Stdio(server) => {
             let target = format!(
                 "`{}`",
@@ -325,23 +325,19 @@ pub async fn connect(
     // server that never answers fails at --timeout.
     let started = tokio::time::Instant::now();
     let grace = Duration::from_secs(5);
-    let mut handshake = handshake;
+    let deadline = || match (oauth_on, crate::auth::authorization_shown().is_some()) {
+        (true, true) => started + first_wait + grace,
+        (true, false) => started + timeout,
+        (false, _) => started + timeout + grace,
+    };
     let outcome = loop {
-        let shown = oauth_on && crate::auth::authorization_shown().is_some();
-        let deadline = match (oauth_on, shown) {
-            (true, true) => started + first_wait + grace,
-            (true, false) => started + timeout,
-            (false, _) => started + timeout + grace,
-        };
+        let at = deadline();
         tokio::select! {
             r = &mut handshake => break Ok(r),
-            () = tokio::time::sleep_until(deadline) => {
-                // Shown while this waited: the later deadline holds.
-                if oauth_on && !shown && crate::auth::authorization_shown().is_some() {
-                    continue;
-                }
+            // Shown while this waited: the later deadline holds.
+            () = tokio::time::sleep_until(at) => if deadline() == at {
                 break Err(());
-            }
+            },
             () = noise.fatal() => {
                 signals::set_child(None);
                 return Err(Failure::connection(format!("{target} is not an MCP server over stdio")).with_cause(noise.cause()));

@@ -227,8 +227,13 @@ pub fn decode_message(frame: &[u8]) -> Result<Message, DecodeError> {
 /// assert_eq!(id_of_prefix(br#"{"jsonrpc":"2.0","id":12345"#), None); // the number may go on
 /// ```
 pub fn id_of_prefix(prefix: &[u8]) -> Option<RequestId> {
-    let raw = salvage(prefix).id?;
-    // A value that reaches the end of the prefix may have been cut (`12345` of `123456`).
+    whole_id(prefix, &salvage(prefix))
+}
+
+/// The `id` `salvaged` from `prefix`, unless it reaches the prefix's end, where it may
+/// have been cut (`12345` of `123456`).
+fn whole_id(prefix: &[u8], salvaged: &Salvaged<'_>) -> Option<RequestId> {
+    let raw = salvaged.id?;
     let end = raw.get().as_ptr().addr() + raw.get().len();
     if end >= prefix.as_ptr().addr() + prefix.len() {
         return None;
@@ -254,7 +259,7 @@ pub fn response_id_of_prefix(prefix: &[u8]) -> Option<RequestId> {
     if !salvaged.answer || salvaged.method {
         return None;
     }
-    id_of_prefix(prefix)
+    whole_id(prefix, &salvaged)
 }
 
 /// What the top-level members read before a frame turned out unreadable say of it.

@@ -6,23 +6,21 @@ use std::time::Duration;
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::header::{CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpflow_protocol::{
-    ErrorCode, ErrorObject, HANDSHAKE_VERSIONS, Message, PER_REQUEST_VERSIONS, ProtocolVersion,
-    RequestId,
-};
+use mcpflow_protocol::{ErrorCode, ErrorObject, Message, RequestId};
 use tokio::sync::oneshot;
 
 use super::body::read_body;
+use super::checks::{accepts, check_session_version, header, precheck, stated_version};
 use super::events::{EventReceiver, parse_event_id, sse_body};
 use super::fleet::{self, tail};
 use super::new_session_id;
 use super::posted::{Posted, ReadAhead};
 use super::session::{First, HttpSession, Reply, ReplyMode, StreamError};
 use super::table::AppState;
-use crate::http::{LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use crate::http::{LAST_EVENT_ID_HEADER, SESSION_ID_HEADER};
 use crate::server::Principal;
 use crate::transport::InboundFrame;
 
@@ -90,109 +88,13 @@ pub(crate) fn refuse(
     }
 }
 
-fn bad_request(message: impl Into<String>) -> Refusal {
+pub(super) fn bad_request(message: impl Into<String>) -> Refusal {
     refuse(
         StatusCode::BAD_REQUEST,
         ErrorCode::INVALID_REQUEST,
         None,
         message.into(),
     )
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// What the `Accept` header allows: (JSON, event stream).
-fn accepts(headers: &HeaderMap) -> (bool, bool) {
-    let Some(accept) = header(headers, ACCEPT.as_str()) else {
-        return (true, true);
-    };
-    let mut json = false;
-    let mut sse = false;
-    for item in accept.split(',') {
-        let media = item.split(';').next().unwrap_or("").trim();
-        let is = |name: &str| media.eq_ignore_ascii_case(name);
-        if is("*/*") {
-            (json, sse) = (true, true);
-        } else if is("application/json") || is("application/*") {
-            json = true;
-        } else if is("text/event-stream") || is("text/*") {
-            sse = true;
-        }
-    }
-    (json, sse)
-}
-
-/// Common checks: Host/Origin, then `MCP-Protocol-Version` when present.
-fn precheck(state: &AppState, headers: &HeaderMap) -> Result<(), Refusal> {
-    state.config.guard.check(headers).map_err(|reason| {
-        refuse(
-            StatusCode::FORBIDDEN,
-            ErrorCode::INVALID_REQUEST,
-            None,
-            reason,
-        )
-    })?;
-    if let Some(name) = repeated_header(headers) {
-        return Err(bad_request(format!(
-            "header `{name}` is given more than once; send it once"
-        )));
-    }
-    // Without a session an unknown version may be a 2026-07-28 request's, refused
-    // with the error that names the versions served (-32022).
-    let in_session = headers.contains_key(SESSION_ID_HEADER) || state.config.stateless;
-    if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER).filter(|_| in_session) {
-        let version = ProtocolVersion::from(version.to_owned());
-        if !version.is_known() {
-            return Err(bad_request(format!(
-                "unsupported MCP-Protocol-Version `{version}`; supported: {}",
-                known_versions()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// An MCP header (`Mcp-*`, `MCP-Protocol-Version`, `Last-Event-ID`) given twice: refused
-/// rather than read by its first value, which a proxy in front may not read alike.
-fn repeated_header(headers: &HeaderMap) -> Option<&str> {
-    // Most requests repeat no header at all: nothing to look up.
-    if headers.len() == headers.keys_len() {
-        return None;
-    }
-    headers.keys().map(|name| name.as_str()).find(|name| {
-        (name.starts_with("mcp-") || *name == LAST_EVENT_ID_HEADER)
-            && headers.get_all(*name).iter().nth(1).is_some()
-    })
-}
-
-fn known_versions() -> String {
-    let known: Vec<&str> = PER_REQUEST_VERSIONS
-        .iter()
-        .chain(HANDSHAKE_VERSIONS)
-        .map(ProtocolVersion::as_str)
-        .collect();
-    known.join(", ")
-}
-
-/// A request in a session must carry the version that session negotiated, when it
-/// names one (clients before 2025-06-18 send no header). A header naming 2025-03-26,
-/// the version a missing header implies, counts as no header: the official
-/// conformance suite (0.1.x) sends it inside later sessions.
-fn check_session_version(session: &HttpSession, headers: &HeaderMap) -> Result<(), Refusal> {
-    let (Some(sent), Some(negotiated)) =
-        (header(headers, PROTOCOL_VERSION_HEADER), session.version())
-    else {
-        return Ok(());
-    };
-    if sent == negotiated.as_str() || sent == ProtocolVersion::V2025_03_26.as_str() {
-        return Ok(());
-    }
-    Err(bad_request(format!(
-        "MCP-Protocol-Version `{sent}` does not match the version this session negotiated in `initialize`, `{negotiated}`; send `{negotiated}` (versions this server knows: {})",
-        known_versions()
-    )))
 }
 
 /// The session a request names: 400 without one, 404 when unknown or terminated. In a
@@ -339,11 +241,8 @@ pub(crate) async fn post(
 
     let stateless = state.config.stateless;
     let (session, created) = if stateless {
-        // No `initialize` says the version here: the header does, 2025-03-26 without one.
-        let version = header(&headers, PROTOCOL_VERSION_HEADER)
-            .map_or(ProtocolVersion::V2025_03_26, |v| {
-                ProtocolVersion::from(v.to_owned())
-            });
+        // No `initialize` says the version here: the header does.
+        let version = stated_version(&headers);
         if posted.batch && !version.supports_batches() {
             return Err(batches_refused());
         }

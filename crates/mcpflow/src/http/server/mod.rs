@@ -84,6 +84,7 @@
 #[cfg(feature = "http-client")]
 pub mod auth;
 mod body;
+mod checks;
 mod cors;
 mod events;
 pub mod fleet;

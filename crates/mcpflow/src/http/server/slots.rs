@@ -84,6 +84,13 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// `future`'s output, within 5 s of the paused clock.
+    async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(5), future)
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for: {what}"))
+    }
+
     /// Poll `future` once: whether it is still pending.
     async fn pending<F: std::future::Future>(future: &mut std::pin::Pin<Box<F>>) -> bool {
         std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx).is_pending()))
@@ -94,21 +101,23 @@ mod tests {
     async fn past_the_running_slots_requests_wait_and_past_the_queue_are_refused() {
         let slots = SessionlessSlots::new(1, 1);
         let stopping = CancellationToken::new();
-        let first = slots.admit(None, &stopping).await.expect("a free slot");
+        let first = within("a free slot", slots.admit(None, &stopping))
+            .await
+            .expect("a free slot");
         let mut waiting = Box::pin(slots.admit(None, &stopping));
         assert!(pending(&mut waiting).await, "the second request waits");
-        let refused = slots
-            .admit(Some(&RequestId::number(3)), &stopping)
-            .await
-            .err()
-            .expect("running and queue are full");
+        let refused = within(
+            "the refusal",
+            slots.admit(Some(&RequestId::number(3)), &stopping),
+        )
+        .await
+        .err()
+        .expect("running and queue are full");
         let response = axum::response::IntoResponse::into_response(refused);
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert!(response.headers().contains_key("retry-after"));
         drop(first);
-        let admitted = tokio::time::timeout(Duration::from_secs(5), waiting)
-            .await
-            .expect("the waiting request gets the freed slot");
+        let admitted = within("the waiting request to get the freed slot", waiting).await;
         assert!(admitted.is_ok());
     }
 
@@ -116,12 +125,12 @@ mod tests {
     async fn a_waiting_request_is_refused_when_the_server_stops() {
         let slots = SessionlessSlots::new(1, 4);
         let stopping = CancellationToken::new();
-        let _running = slots.admit(None, &stopping).await.expect("a free slot");
+        let _running = within("a free slot", slots.admit(None, &stopping))
+            .await
+            .expect("a free slot");
         let waiting = slots.admit(None, &stopping);
         stopping.cancel();
-        let refused = tokio::time::timeout(Duration::from_secs(5), waiting)
-            .await
-            .expect("the wait ends with the server");
+        let refused = within("the wait to end with the server", waiting).await;
         assert!(refused.is_err());
     }
 }
