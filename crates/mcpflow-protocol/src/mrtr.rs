@@ -160,8 +160,20 @@ impl InputRequiredResult {
     }
 }
 
-/// A result that is either complete (`T`) or asks for input. Reads by `resultType`
-/// (absent means complete).
+/// A result that is either complete (`T`) or asks for input. Reads by `resultType`:
+/// `complete` (or absent, as from a server of an earlier version) and `input_required`;
+/// any other value is an error naming it, since the result's shape is then unknown.
+///
+/// ```
+/// use mcpflow_protocol::EmptyResult;
+/// use mcpflow_protocol::mrtr::MaybeInputRequired;
+///
+/// let done: MaybeInputRequired<EmptyResult> = serde_json::from_str(r#"{"resultType":"complete"}"#)?;
+/// assert!(matches!(done, MaybeInputRequired::Complete(_)));
+/// let odd = serde_json::from_str::<MaybeInputRequired<EmptyResult>>(r#"{"resultType":"later"}"#);
+/// assert!(odd.unwrap_err().to_string().contains("`later`"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum MaybeInputRequired<T> {
@@ -174,15 +186,29 @@ pub enum MaybeInputRequired<T> {
 impl<'de, T: DeserializeOwned> Deserialize<'de> for MaybeInputRequired<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
-            serde_json::from_value(value)
-                .map(MaybeInputRequired::InputRequired)
-                .map_err(de::Error::custom)
-        } else {
-            serde_json::from_value(value)
-                .map(MaybeInputRequired::Complete)
-                .map_err(de::Error::custom)
+        match value.get("resultType") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(kind)) if kind == "complete" => {}
+            Some(Value::String(kind)) if kind == "input_required" => {
+                return serde_json::from_value(value)
+                    .map(MaybeInputRequired::InputRequired)
+                    .map_err(de::Error::custom);
+            }
+            Some(Value::String(kind)) => {
+                return Err(de::Error::custom(format_args!(
+                    "resultType `{kind}` is not one this request can take \
+                     (`complete` or `input_required`)"
+                )));
+            }
+            Some(other) => {
+                return Err(de::Error::custom(format_args!(
+                    "resultType must be a string, got {other}"
+                )));
+            }
         }
+        serde_json::from_value(value)
+            .map(MaybeInputRequired::Complete)
+            .map_err(de::Error::custom)
     }
 }
 
@@ -222,5 +248,21 @@ mod tests {
         let r: MaybeInputRequired<crate::EmptyResult> =
             serde_json::from_value(json!({})).expect("reads");
         assert!(matches!(r, MaybeInputRequired::Complete(_)));
+        let r: MaybeInputRequired<crate::EmptyResult> =
+            serde_json::from_value(json!({"resultType": "complete"})).expect("reads");
+        assert!(matches!(r, MaybeInputRequired::Complete(_)));
+    }
+
+    #[test]
+    fn maybe_input_required_refuses_a_result_type_it_cannot_read() {
+        for (value, named) in [
+            (json!({"resultType": "banana"}), "`banana`"),
+            (json!({"resultType": "task", "taskId": "t"}), "`task`"),
+            (json!({"resultType": 3}), "must be a string, got 3"),
+        ] {
+            let error = serde_json::from_value::<MaybeInputRequired<crate::EmptyResult>>(value)
+                .expect_err("refused");
+            assert!(error.to_string().contains(named), "{error}");
+        }
     }
 }

@@ -82,6 +82,15 @@ where
             MaybeInputRequired::Complete(result) => return Ok(result),
             MaybeInputRequired::InputRequired(needed) => needed,
         };
+        if needed.input_requests.as_ref().is_none_or(|r| r.is_empty())
+            && needed.request_state.is_none()
+        {
+            // Sending it again would be the same request.
+            return Err(codec(
+                "the server answered input_required with neither inputRequests nor requestState"
+                    .to_owned(),
+            ));
+        }
         rounds += 1;
         if rounds > limit {
             return Err(codec(format!(

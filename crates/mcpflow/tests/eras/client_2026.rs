@@ -355,6 +355,67 @@ async fn an_input_request_without_its_callback_fails_clearly() {
     assert!(error.to_string().contains("no "), "{error}");
 }
 
+/// An `input_required` answer with nothing to fulfil and no state would make the retry
+/// the same request: the call fails at once instead of spending its rounds.
+#[tokio::test(start_paused = true)]
+async fn an_empty_input_required_fails_at_once() {
+    let (client, mut peer) = connect_per_request(with_callbacks()).await;
+    let call = tokio::spawn({
+        let client = client.handle();
+        async move { client.call_tool("ask", json!({})).await }
+    });
+    let request = bounded("the call", peer.recv_tool_call()).await;
+    peer.send(json!({"jsonrpc": "2.0", "id": request["id"],
+                     "result": {"resultType": "input_required"}}))
+        .await;
+    let outcome = bounded("the call fails", peer.answering_lists(call))
+        .await
+        .unwrap();
+    match outcome {
+        Err(SessionError::Codec { detail, .. }) => {
+            assert!(
+                detail.contains("neither inputRequests nor requestState"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected a refusal of the empty round, got {other:?}"),
+    }
+    // No second round was sent.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), peer.recv_tool_call())
+            .await
+            .is_err(),
+        "the request was sent again"
+    );
+}
+
+/// A `resultType` the request cannot take (an unknown one, or `task` from a call that
+/// did not ask for a task) fails the call, naming it, instead of reading as complete.
+#[tokio::test(start_paused = true)]
+async fn an_unknown_result_type_fails_the_call() {
+    let (client, mut peer) = connect_per_request(with_callbacks()).await;
+    for kind in ["banana", "task"] {
+        let call = tokio::spawn({
+            let client = client.handle();
+            async move { client.call_tool("ask", json!({})).await }
+        });
+        let request = bounded("the call", peer.recv_tool_call()).await;
+        peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+                "resultType": kind, "taskId": "t-1",
+                "content": [{"type": "text", "text": "looks complete"}]}}))
+            .await;
+        let outcome = bounded("the call fails", peer.answering_lists(call))
+            .await
+            .unwrap();
+        match outcome {
+            Err(SessionError::Codec { detail, .. }) => {
+                assert!(detail.contains(&format!("`{kind}`")), "{detail}");
+            }
+            other => panic!("expected resultType {kind} refused, got {other:?}"),
+        }
+    }
+}
+
 /// Answer `tools/list` requests until `fut` ends; each answer lists `name` with `ttl_ms`.
 async fn serving_lists<T>(
     peer: &mut RawPeer,
