@@ -31,19 +31,19 @@ use tokio::sync::{mpsc, oneshot};
 /// How long a failure may take to reach the caller after the fault.
 const FAULT: Duration = Duration::from_secs(1);
 
-type Reply = Response<Body>;
+pub(super) type Reply = Response<Body>;
 
 /// One HTTP request the scripted server received.
 #[derive(Clone, Debug)]
-struct Req {
-    verb: Method,
-    uri: Uri,
+pub(super) struct Req {
+    pub(super) verb: Method,
+    pub(super) uri: Uri,
     headers: HeaderMap,
-    body: Value,
+    pub(super) body: Value,
 }
 
 impl Req {
-    fn rpc(&self) -> &str {
+    pub(super) fn rpc(&self) -> &str {
         self.body["method"].as_str().unwrap_or("")
     }
 
@@ -51,7 +51,7 @@ impl Req {
         self.body["id"].clone()
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
@@ -60,15 +60,15 @@ impl Req {
     }
 }
 
-struct TestServer {
-    url: String,
+pub(super) struct TestServer {
+    pub(super) url: String,
     seen: Arc<Mutex<Vec<Req>>>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl TestServer {
-    fn seen(&self) -> Vec<Req> {
+    pub(super) fn seen(&self) -> Vec<Req> {
         self.seen.lock().unwrap().clone()
     }
 
@@ -79,7 +79,7 @@ impl TestServer {
             .collect()
     }
 
-    fn count(&self, f: impl Fn(&Req) -> bool) -> usize {
+    pub(super) fn count(&self, f: impl Fn(&Req) -> bool) -> usize {
         self.seen().iter().filter(|r| f(r)).count()
     }
 
@@ -101,7 +101,7 @@ impl Drop for TestServer {
 }
 
 /// Serve `handler` for every path on 127.0.0.1; every request is recorded first.
-async fn serve<F>(handler: F) -> TestServer
+pub(super) async fn serve<F>(handler: F) -> TestServer
 where
     F: Fn(Req) -> Reply + Send + Sync + 'static,
 {
@@ -162,7 +162,7 @@ fn with_session(mut reply: Reply, session: &str) -> Reply {
     reply
 }
 
-fn status(code: u16, text: &str) -> Reply {
+pub(super) fn status(code: u16, text: &str) -> Reply {
     reply(
         StatusCode::from_u16(code).unwrap(),
         "text/plain",
@@ -221,7 +221,7 @@ fn initialize_result(req: &Req) -> Value {
 
 /// What a plain streamable server answers: `initialize` (with `session`), 202 for
 /// notifications and responses, `ping`, an empty tool list, 405 for GET, 200 for DELETE.
-fn standard(req: &Req, session: Option<&str>) -> Reply {
+pub(super) fn standard(req: &Req, session: Option<&str>) -> Reply {
     match req.verb {
         Method::GET => status(405, "no standalone stream"),
         Method::DELETE => status(200, ""),
@@ -240,11 +240,11 @@ fn standard(req: &Req, session: Option<&str>) -> Reply {
     }
 }
 
-fn builder(server: &TestServer) -> HttpClientBuilder {
+pub(super) fn builder(server: &TestServer) -> HttpClientBuilder {
     HttpClientTransport::builder(&server.url)
 }
 
-async fn connect(builder: HttpClientBuilder) -> Client {
+pub(super) async fn connect(builder: HttpClientBuilder) -> Client {
     connect_with(Client::builder("test", "1.0"), builder).await
 }
 
@@ -259,7 +259,7 @@ async fn connect_with(
 }
 
 /// The transport error a failed call carries.
-fn http_error(error: &SessionError) -> (&'static str, Option<u16>, String) {
+pub(super) fn http_error(error: &SessionError) -> (&'static str, Option<u16>, String) {
     match error {
         SessionError::Transport {
             error:

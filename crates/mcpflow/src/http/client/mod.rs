@@ -36,6 +36,10 @@
 //!   `insufficient_scope`) runs the OAuth 2.1 flow of [`crate::auth`] and the request is
 //!   sent again; the token then goes on every request, streams and `DELETE` included.
 //!   [`HttpClientBuilder::bearer_token`] supplies a token from elsewhere instead.
+//! - **Redirects.** A `307` or `308` within the endpoint's origin is followed; any
+//!   other redirect fails the request with an error naming where it pointed: a `301`,
+//!   `302` or `303` would turn the POST into a GET, and another origin would receive the
+//!   custom headers.
 //! - **Close** sends `DELETE` with the session id (bounded by
 //!   [`close_timeout`](HttpClientBuilder::close_timeout)) and stops every stream.
 //!
@@ -64,6 +68,7 @@ mod expiry;
 mod legacy;
 mod outgoing;
 mod post;
+mod redirect;
 mod sse;
 mod stream;
 pub(crate) mod tls;
@@ -295,17 +300,22 @@ impl HttpClientBuilder {
             let value = HeaderValue::from_str(value).map_err(|e| invalid(e.to_string()))?;
             headers.append(header, value);
         }
-        let http = tls::client_builder()
-            .connect_timeout(self.connect_timeout)
+        let client = || tls::client_builder().connect_timeout(self.connect_timeout);
+        let http = client()
+            .redirect(redirect::policy())
             .build()
             .map_err(|e| BuildError::Client(e.to_string()))?;
-        let oauth = self.oauth.map(|c| {
-            Arc::new(crate::auth::oauth::OAuthClient::new(
+        let oauth = match self.oauth {
+            // The authorization server's redirects are its own: reqwest's default policy.
+            Some(c) => Some(Arc::new(crate::auth::oauth::OAuthClient::new(
                 c,
-                http.clone(),
+                client()
+                    .build()
+                    .map_err(|e| BuildError::Client(e.to_string()))?,
                 url.clone(),
-            ))
-        });
+            ))),
+            None => None,
+        };
         let config = connection::Config {
             url,
             headers,
