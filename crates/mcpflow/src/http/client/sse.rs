@@ -33,6 +33,11 @@ impl SseEvent {
     }
 }
 
+/// The shortest wait before a reconnect that a server's `retry:` can ask for: a server
+/// that sends `retry: 0` and closes each stream after an event would otherwise be
+/// reconnected to in a busy loop.
+pub(super) const MIN_SERVER_RETRY: Duration = Duration::from_millis(100);
+
 /// Where a stream can be resumed from: the last event id and the server's retry delay.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Cursor {
@@ -41,6 +46,13 @@ pub(super) struct Cursor {
 }
 
 impl Cursor {
+    /// The wait before reconnecting: the server's `retry:` (at least
+    /// [`MIN_SERVER_RETRY`]), else `default`.
+    pub(super) fn delay(&self, default: Duration) -> Duration {
+        self.retry
+            .map_or(default, |retry| retry.max(MIN_SERVER_RETRY))
+    }
+
     /// Take the id and retry fields of an event.
     pub(super) fn observe(&mut self, event: &SseEvent) {
         if let Some(id) = &event.id {
@@ -262,6 +274,21 @@ mod tests {
         assert!(out[0].is_message());
         assert_eq!(out[1].data, b"ok");
         assert_eq!(out[1].oversized, None);
+    }
+
+    #[test]
+    fn a_server_retry_waits_at_least_the_floor() {
+        let default = Duration::from_secs(1);
+        let mut cursor = Cursor::default();
+        assert_eq!(cursor.delay(default), default);
+        for (ms, waited) in [
+            (0, MIN_SERVER_RETRY),
+            (5, MIN_SERVER_RETRY),
+            (500, Duration::from_millis(500)),
+        ] {
+            cursor.retry = Some(Duration::from_millis(ms));
+            assert_eq!(cursor.delay(default), waited, "retry: {ms}");
+        }
     }
 
     #[test]

@@ -154,7 +154,7 @@ pub(super) async fn follow(conn: &Arc<Connection>, waiter: &Waiter, mut reader: 
         if reader.saw_event {
             attempts = 0;
         }
-        let delay = reader.cursor.retry.unwrap_or(conn.config.reconnect_delay);
+        let delay = reader.cursor.delay(conn.config.reconnect_delay);
         context = "reconnect";
         let mut last_problem = problem;
         let mut last_status = None;
@@ -386,7 +386,7 @@ async fn run_standalone(conn: &Arc<Connection>, generation: u64, first: Opened) 
             return;
         }
         attempts += 1;
-        tokio::time::sleep(cursor.retry.unwrap_or(conn.config.reconnect_delay)).await;
+        tokio::time::sleep(cursor.delay(conn.config.reconnect_delay)).await;
         if !conn.is_current_standalone(generation) {
             return;
         }
