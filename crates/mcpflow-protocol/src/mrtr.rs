@@ -161,8 +161,10 @@ impl InputRequiredResult {
 }
 
 /// A result that is either complete (`T`) or asks for input. Reads by `resultType`:
-/// `complete` (or absent, as from a server of an earlier version) and `input_required`;
-/// any other value is an error naming it, since the result's shape is then unknown.
+/// `complete` (or absent, as from a server of an earlier version) and `task` are read
+/// as `T` (a [`MaybeTask`](crate::tasks2026::MaybeTask) tells a task apart),
+/// `input_required` as [`InputRequiredResult`]; any other value is an error naming it,
+/// since the result's shape is then unknown.
 ///
 /// ```
 /// use mcpflow_protocol::EmptyResult;
@@ -188,7 +190,7 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for MaybeInputRequired<T> {
         let value = Value::deserialize(deserializer)?;
         match value.get("resultType") {
             None | Some(Value::Null) => {}
-            Some(Value::String(kind)) if kind == "complete" => {}
+            Some(Value::String(kind)) if kind == "complete" || kind == "task" => {}
             Some(Value::String(kind)) if kind == "input_required" => {
                 return serde_json::from_value(value)
                     .map(MaybeInputRequired::InputRequired)
@@ -197,7 +199,7 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for MaybeInputRequired<T> {
             Some(Value::String(kind)) => {
                 return Err(de::Error::custom(format_args!(
                     "resultType `{kind}` is not one this request can take \
-                     (`complete` or `input_required`)"
+                     (`complete`, `input_required` or `task`)"
                 )));
             }
             Some(other) => {
@@ -257,7 +259,6 @@ mod tests {
     fn maybe_input_required_refuses_a_result_type_it_cannot_read() {
         for (value, named) in [
             (json!({"resultType": "banana"}), "`banana`"),
-            (json!({"resultType": "task", "taskId": "t"}), "`task`"),
             (json!({"resultType": 3}), "must be a string, got 3"),
         ] {
             let error = serde_json::from_value::<MaybeInputRequired<crate::EmptyResult>>(value)

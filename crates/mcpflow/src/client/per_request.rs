@@ -13,7 +13,7 @@ use mcpflow_protocol::discover::DiscoverResult;
 use mcpflow_protocol::methods::{self, RequestMethod, method};
 use mcpflow_protocol::{
     CallToolRequestParams, CallToolResult, EmptyParams, ErrorCode, LoggingLevel, MirroredParams,
-    ProtocolVersion,
+    ProtocolVersion, ResultType,
 };
 use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
@@ -149,7 +149,14 @@ impl PerRequest {
         options: RequestOptions,
     ) -> Result<CallToolResult, SessionError> {
         let first = self.mirror_of::<methods::CallTool>(handle, params, options.clone());
-        match mrtr::request_with_input(handle, method::TOOLS_CALL, params, first).await {
+        let answer: Result<CallToolResult, SessionError> = match mrtr::request_with_input(
+            handle,
+            method::TOOLS_CALL,
+            params,
+            first,
+        )
+        .await
+        {
             Err(SessionError::Rejected { error, .. })
                 if error.code == ErrorCode::HEADER_MISMATCH =>
             {
@@ -160,7 +167,17 @@ impl PerRequest {
                 mrtr::request_with_input(handle, method::TOOLS_CALL, params, again).await
             }
             other => other,
-        }
+        };
+        answer.and_then(|result| match result.result_type {
+            // A task is created only for a call that declares the extension.
+            Some(ResultType::Task) => Err(SessionError::Codec {
+                method: method::TOOLS_CALL.into(),
+                detail:
+                    "the server answered resultType `task` to a call that did not ask for a task"
+                        .to_owned(),
+            }),
+            _ => Ok(result),
+        })
     }
 
     /// A request of `M` with its `input_required` rounds.
