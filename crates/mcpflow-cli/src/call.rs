@@ -133,7 +133,7 @@ async fn call(
         let blocks = value["content"].as_array().cloned().unwrap_or_default();
         print_blocks(&blocks, &mut saver);
         if let Some(structured) = &result.structured_content {
-            println!("structured: {structured}");
+            outln!("structured: {structured}");
         }
         let counts = live.counts();
         let counts = if counts.is_empty() {
@@ -150,7 +150,7 @@ async fn call(
         } else {
             "ok"
         };
-        println!(
+        outln!(
             "-- {status}; {} content block(s); notifications: {counts}",
             blocks.len()
         );

@@ -138,7 +138,7 @@ impl Failure {
             }
             println!("{}", json!({ "error": error }));
         } else {
-            eprintln!("mcpflow: {}", self.message);
+            errln!("mcpflow: {}", self.message);
         }
         self.exit
     }

@@ -96,7 +96,7 @@ pub async fn run(args: &HostArgs, interrupt: &Interrupt) -> u8 {
         host.close().await;
         for (name, health) in &failed {
             if !args.json {
-                eprintln!(
+                errln!(
                     "mcpflow: server `{name}` is not ready: {}",
                     health_text(health)
                 );
@@ -127,7 +127,7 @@ pub async fn run(args: &HostArgs, interrupt: &Interrupt) -> u8 {
                 }
                 Ok(event) => print_event(&event, args.json),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    eprintln!("mcpflow: {n} events were missed; the catalog is now:");
+                    errln!("mcpflow: {n} events were missed; the catalog is now:");
                     print_catalog(&host.snapshot(), &host.health_all(), ready_after);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
@@ -177,36 +177,36 @@ fn state_name(health: &Health) -> &'static str {
 }
 
 fn print_catalog(snapshot: &CatalogSnapshot, health: &[(String, Health)], ready_after: Duration) {
-    println!(
+    outln!(
         "servers ({}, first attempts done in {:.0} ms):",
         health.len(),
         ready_after.as_secs_f64() * 1000.0
     );
     for (name, health) in health {
-        println!("  {name}: {}", health_text(health));
+        outln!("  {name}: {}", health_text(health));
     }
     let tools: Vec<_> = snapshot.tools().collect();
-    println!("tools ({}):", tools.len());
+    outln!("tools ({}):", tools.len());
     for tool in tools {
         let description = tool.remote().description.as_deref().unwrap_or("");
         let first = description.lines().next().unwrap_or("");
-        println!("  {} [{}] {first}", tool.name(), tool.server());
+        outln!("  {} [{}] {first}", tool.name(), tool.server());
     }
     let prompts: Vec<_> = snapshot.prompts().collect();
-    println!("prompts ({}):", prompts.len());
+    outln!("prompts ({}):", prompts.len());
     for prompt in prompts {
-        println!("  {} [{}]", prompt.name(), prompt.server());
+        outln!("  {} [{}]", prompt.name(), prompt.server());
     }
-    println!("resources ({}):", snapshot.resources().len());
+    outln!("resources ({}):", snapshot.resources().len());
     for served in snapshot.resources() {
-        println!("  {} [{}]", served.item.uri, served.server);
+        outln!("  {} [{}]", served.item.uri, served.server);
     }
-    println!("templates ({}):", snapshot.templates().len());
+    outln!("templates ({}):", snapshot.templates().len());
     for served in snapshot.templates() {
-        println!("  {} [{}]", served.item.uri_template, served.server);
+        outln!("  {} [{}]", served.item.uri_template, served.server);
     }
     for collision in snapshot.collisions() {
-        println!(
+        outln!(
             "collision: `{}` offered by {}",
             collision.name,
             collision.servers.join(", ")
@@ -269,25 +269,25 @@ fn print_event(event: &HostEvent, json_out: bool) {
                 ("~", &change.changed),
             ] {
                 for item in names(items) {
-                    println!("catalog {sign} {item}");
+                    outln!("catalog {sign} {item}");
                 }
             }
         }
         HostEvent::Health { server, health } if json_out => {
-            println!(
+            outln!(
                 "{}",
                 json!({"health": {"server": &**server, "state": state_name(health), "detail": health_text(health)}})
             );
         }
         HostEvent::Health { server, health } => {
-            println!("health {server}: {}", health_text(health))
+            outln!("health {server}: {}", health_text(health))
         }
         HostEvent::NameCollision(c) if json_out => println!(
             "{}",
             json!({"collision": {"name": c.name, "servers": c.servers.iter().map(|s| &**s).collect::<Vec<_>>()}})
         ),
         HostEvent::NameCollision(c) => {
-            println!(
+            outln!(
                 "collision: `{}` offered by {}",
                 c.name,
                 c.servers.join(", ")

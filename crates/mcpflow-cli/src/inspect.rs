@@ -49,7 +49,7 @@ pub async fn run(server: &ServerArgs, verbose: bool, interrupt: &Interrupt) -> u
     let mut code = 0;
     for (what, failure, optional) in &failures {
         let warning = if *optional { "warning: " } else { "" };
-        eprintln!(
+        errln!(
             "mcpflow: {warning}could not list {what}: {}",
             failure.message
         );
@@ -92,7 +92,7 @@ async fn describe(conn: &Connection, timeout: f64) -> (Value, Vec<(&'static str,
         match list_all(conn, method, field, timeout).await {
             Ok(listed) => {
                 for line in &listed.skipped {
-                    eprintln!("mcpflow: warning: {line}");
+                    errln!("mcpflow: warning: {line}");
                 }
                 skipped.extend(listed.skipped);
                 report[field] = Value::Array(listed.items);
@@ -191,8 +191,8 @@ pub fn item_line(field: &str, item: &Value, verbose: bool) -> String {
 
 fn print_report(report: &Value, verbose: bool) {
     let info = &report["serverInfo"];
-    println!("server: {} {}", text(info, "name"), text(info, "version"));
-    println!("protocol version: {}", text(report, "protocolVersion"));
+    outln!("server: {} {}", text(info, "name"), text(info, "version"));
+    outln!("protocol version: {}", text(report, "protocolVersion"));
     let caps: Vec<String> = report["capabilities"]
         .as_object()
         .map(|m| {
@@ -207,7 +207,7 @@ fn print_report(report: &Value, verbose: bool) {
                 .collect()
         })
         .unwrap_or_default();
-    println!(
+    outln!(
         "capabilities: {}",
         if caps.is_empty() {
             "(none)".to_owned()
@@ -217,9 +217,9 @@ fn print_report(report: &Value, verbose: bool) {
     );
     if let Some(instructions) = report.get("instructions").and_then(Value::as_str) {
         if verbose {
-            println!("instructions: {instructions}");
+            outln!("instructions: {instructions}");
         } else {
-            println!("instructions: {}", first_line(instructions));
+            outln!("instructions: {}", first_line(instructions));
         }
     }
     for (field, title) in [
@@ -229,12 +229,12 @@ fn print_report(report: &Value, verbose: bool) {
         ("resourceTemplates", "resource templates"),
     ] {
         if let Some(items) = report.get(field).and_then(Value::as_array) {
-            println!("{title} ({}):", items.len());
+            outln!("{title} ({}):", items.len());
             for item in items {
-                println!("  {}", item_line(field, item, verbose));
+                outln!("  {}", item_line(field, item, verbose));
             }
         } else if report["errors"].get(field).is_some() {
-            println!("{title}: (could not be listed)");
+            outln!("{title}: (could not be listed)");
         }
     }
 }

@@ -12,6 +12,8 @@ use mcpflow::ProgressUpdate;
 use mcpflow::protocol::LoggingMessageNotificationParams;
 use serde_json::{Value, json};
 
+use crate::terminal::shown;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Mode {
     Json,
@@ -76,7 +78,7 @@ impl Live {
         state.progress.push(payload);
         match self.mode {
             Mode::Json => {}
-            Mode::Lines => eprintln!("progress {}", describe(update)),
+            Mode::Lines => errln!("progress {}", describe(update)),
             Mode::Bar => {
                 let bar = state.bar.get_or_insert_with(|| {
                     let bar = ProgressBar::new(0);
@@ -100,7 +102,7 @@ impl Live {
                     ),
                 }
                 bar.set_position(position);
-                bar.set_message(update.message.clone().unwrap_or_default());
+                bar.set_message(shown(update.message.as_deref().unwrap_or_default()).into_owned());
             }
         }
     }
@@ -123,8 +125,8 @@ impl Live {
             None => format!("[{level}] {data}"),
         };
         match &state.bar {
-            Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+            Some(bar) => bar.println(shown(&line)),
+            None => errln!("{line}"),
         }
     }
 

@@ -10,6 +10,9 @@
 //! family (`inspect`, `call`, `verbs`, `serve`, `host`), and the built-in servers
 //! (`demo`, `everything`, with `features`).
 
+#[macro_use]
+mod terminal;
+
 mod args;
 mod auth;
 mod call;
@@ -257,7 +260,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("mcpflow: could not start the async runtime: {e}");
+            errln!("mcpflow: could not start the async runtime: {e}");
             return ExitCode::from(EXIT_CONNECTION);
         }
     };
@@ -278,7 +281,7 @@ async fn run(command: Command) -> u8 {
         Command::Demo => match demo::run().await {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("mcpflow demo failed: {e}");
+                errln!("mcpflow demo failed: {e}");
                 1
             }
         },
@@ -288,7 +291,7 @@ async fn run(command: Command) -> u8 {
             options,
         } => {
             if http.is_none() && options.is_set() {
-                eprintln!(
+                errln!(
                     "mcpflow: the HTTP options (limits, --allow-host, --allow-origin, --stateless, --state-key-env, --redis, --auth-*) apply only with --http"
                 );
                 return EXIT_USAGE;
@@ -296,21 +299,21 @@ async fn run(command: Command) -> u8 {
             let state_key = match options.state_key() {
                 Ok(key) => key,
                 Err(e) => {
-                    eprintln!("mcpflow: {e}");
+                    errln!("mcpflow: {e}");
                     return EXIT_USAGE;
                 }
             };
             let bus = match options.bus().await {
                 Ok(bus) => bus,
                 Err(e) => {
-                    eprintln!("mcpflow: {e}");
+                    errln!("mcpflow: {e}");
                     return EXIT_CONNECTION;
                 }
             };
             let sessions = match options.session_store().await {
                 Ok(store) => store,
                 Err(e) => {
-                    eprintln!("mcpflow: {e}");
+                    errln!("mcpflow: {e}");
                     return EXIT_CONNECTION;
                 }
             };

@@ -95,14 +95,14 @@ fn extension(mime: &str) -> &str {
 pub fn print_blocks(blocks: &[Value], saver: &mut Saver) {
     for block in blocks {
         match text(block, "type") {
-            "text" => println!("{}", text(block, "text")),
+            "text" => outln!("{}", text(block, "text")),
             kind @ ("image" | "audio") => {
                 let line = saver.save(kind, text(block, "mimeType"), text(block, "data"), None);
-                println!("{line}");
+                outln!("{line}");
             }
-            "resource_link" => println!("[link {} ({})]", text(block, "uri"), text(block, "name")),
+            "resource_link" => outln!("[link {} ({})]", text(block, "uri"), text(block, "name")),
             "resource" => print_contents(std::slice::from_ref(&block["resource"]), saver),
-            _ => println!("{block}"),
+            _ => outln!("{block}"),
         }
     }
 }
@@ -113,12 +113,12 @@ pub fn print_contents(contents: &[Value], saver: &mut Saver) {
         let uri = text(content, "uri");
         let mime = text(content, "mimeType");
         if let Some(body) = content.get("text").and_then(Value::as_str) {
-            println!("[resource {uri} {mime}]");
-            println!("{body}");
+            outln!("[resource {uri} {mime}]");
+            outln!("{body}");
         } else if let Some(blob) = content.get("blob").and_then(Value::as_str) {
-            println!("{}", saver.save("blob", mime, blob, Some(uri)));
+            outln!("{}", saver.save("blob", mime, blob, Some(uri)));
         } else {
-            println!("{content}");
+            outln!("{content}");
         }
     }
 }

@@ -44,8 +44,8 @@ impl TaskRun {
             let status = serde_json::to_value(task.status).unwrap_or(Value::Null);
             let status = status.as_str().unwrap_or("unknown");
             match &task.status_message {
-                Some(m) => eprintln!("task {}: {status} ({m})", task.task_id),
-                None => eprintln!("task {}: {status}", task.task_id),
+                Some(m) => errln!("task {}: {status} ({m})", task.task_id),
+                None => errln!("task {}: {status}", task.task_id),
             }
         }
         *last = Some(task.clone());

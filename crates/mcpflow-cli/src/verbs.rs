@@ -211,13 +211,13 @@ pub async fn list(what: ListWhat, server: &ServerArgs, interrupt: &Interrupt) ->
         let (method, field) = what.method();
         let result = list_all(&conn, method, field, timeout).await.map(|listed| {
             for skipped in &listed.skipped {
-                eprintln!("mcpflow: warning: {skipped}");
+                errln!("mcpflow: warning: {skipped}");
             }
             if json_out {
                 println!("{}", json!({ field: listed.items }));
             } else {
                 for item in &listed.items {
-                    println!("{}", item_line(field, item, false));
+                    outln!("{}", item_line(field, item, false));
                 }
             }
             0
@@ -251,7 +251,7 @@ pub async fn read(
                         if json_out {
                             println!("{}", json!({ "written": path, "bytes": n }));
                         } else {
-                            eprintln!("mcpflow: wrote {n} bytes to {}", path.display());
+                            errln!("mcpflow: wrote {n} bytes to {}", path.display());
                         }
                         0
                     }),
@@ -306,10 +306,10 @@ pub async fn prompt(
                 println!("{result}");
             } else {
                 if let Some(d) = result.get("description").and_then(Value::as_str) {
-                    println!("# {}", first_line(d));
+                    outln!("# {}", first_line(d));
                 }
                 for message in messages {
-                    println!("[{}]", text(message, "role"));
+                    outln!("[{}]", text(message, "role"));
                     print_blocks(
                         std::slice::from_ref(&message["content"]),
                         &mut Saver::describing(None),
@@ -378,7 +378,7 @@ pub async fn complete(
                     .into_iter()
                     .flatten()
                 {
-                    println!(
+                    outln!(
                         "{}",
                         v.as_str().map_or_else(|| v.to_string(), str::to_owned)
                     );
@@ -410,7 +410,7 @@ pub async fn ping(server: &ServerArgs, interrupt: &Interrupt) -> u8 {
                     json!({ "ok": true, "ms": (ms * 1000.0).round() / 1000.0 })
                 );
             } else {
-                println!("pong from {} in {ms:.1} ms", conn.target);
+                outln!("pong from {} in {ms:.1} ms", conn.target);
             }
             0
         });

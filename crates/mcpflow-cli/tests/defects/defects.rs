@@ -332,3 +332,63 @@ fn answers_without_their_array_are_refused_not_read_as_empty() {
         );
     }
 }
+
+/// A server's text is shown, not obeyed: escape sequences in a tool result, a tool's
+/// description and an error message reach the terminal as visible `\u{..}` escapes;
+/// `--json` keeps them as JSON escapes of the same characters.
+#[test]
+fn control_characters_from_the_server_are_shown_escaped() {
+    let server = scripted_server(
+        r#"{"tools":{}}"#,
+        &[
+            (
+                "tools/list",
+                r#""result":{"tools":[{"name":"t","description":"hides\u001b[8m","inputSchema":{"type":"object"}}]}"#,
+            ),
+            (
+                "tools/call",
+                r#""result":{"content":[{"type":"text","text":"ok\u001b]0;pwned\u0007\u001b[2J\r"}]}"#,
+            ),
+            (
+                "prompts/get",
+                r#""error":{"code":-32000,"message":"bad\u001b[31m red"}"#,
+            ),
+        ],
+    );
+    let run = mcpflow(&with_server(&["call", "t"], &server));
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(
+        !run.stdout.contains('\x1b') && !run.stdout.contains('\r'),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stdout.contains(r"ok\u{1b}]0;pwned\u{7}\u{1b}[2J\u{d}"),
+        "{}",
+        run.describe()
+    );
+
+    let run = mcpflow(&with_server(&["list", "tools"], &server));
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(
+        !run.stdout.contains('\x1b') && run.stdout.contains(r"hides\u{1b}[8m"),
+        "{}",
+        run.describe()
+    );
+
+    let run = mcpflow(&with_server(&["prompt", "p"], &server));
+    assert_ne!(run.code, 0, "{}", run.describe());
+    assert!(
+        !run.stderr.contains('\x1b') && run.stderr.contains(r"bad\u{1b}[31m red"),
+        "{}",
+        run.describe()
+    );
+
+    let run = mcpflow(&with_server(&["call", "--json", "t"], &server));
+    assert_eq!(run.code, 0, "{}", run.describe());
+    let value: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(
+        value["result"]["content"][0]["text"],
+        "ok\u{1b}]0;pwned\u{7}\u{1b}[2J\r"
+    );
+}
