@@ -8,6 +8,7 @@
 //! (`--json`) is left to serde, which escapes control characters itself.
 
 use std::borrow::Cow;
+use std::fmt::Write;
 
 /// `text` with each control character other than `\n` and `\t` written as `\u{..}`.
 ///
@@ -22,7 +23,7 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if unsafe_char(c) {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
         } else {
             out.push(c);
         }

@@ -5,18 +5,16 @@
 #![cfg(all(feature = "http-client", feature = "http-server"))]
 #![allow(clippy::unwrap_used)] // panics are how tests fail
 
-use axum::http::{Method, Response, StatusCode};
+use axum::http::Method;
 use common::bounded;
 
-use super::http_client::{Reply, builder, connect, http_error, serve, standard};
+use super::http_client::{Reply, builder, connect, http_error, serve, standard, status};
 use crate::common;
 
 fn redirect(code: u16, to: &str) -> Reply {
-    Response::builder()
-        .status(StatusCode::from_u16(code).unwrap())
-        .header("location", to)
-        .body(axum::body::Body::empty())
-        .unwrap()
+    let mut reply = status(code, "");
+    reply.headers_mut().insert("location", to.parse().unwrap());
+    reply
 }
 
 /// `ping` POSTed to `/mcp` is redirected with `code` to `/moved`, which answers it.
