@@ -34,6 +34,8 @@ use crate::error::TransportError;
 
 /// How long the reader waits, after the child's stdout ends, for its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
+/// After the child exits, how long stdout may stay silent before the connection ends.
+const EXIT_DRAIN: Duration = Duration::from_millis(200);
 const STDERR_LINE_MAX: usize = 2048;
 
 /// Configures and starts a [`ChildProcess`].
@@ -205,6 +207,8 @@ impl Transport for ChildProcess {
         (
             ChildReader {
                 lines: LineReader::new(self.stdout, self.max_frame_bytes),
+                exit: self.shared.exit.clone(),
+                exited: false,
                 shared: self.shared.clone(),
             },
             ChildWriter {
@@ -251,6 +255,12 @@ impl ChildShared {
             .wait_exit(EXIT_STATUS_WAIT)
             .await
             .unwrap_or_else(|| "still running, but it closed its stdout".to_owned());
+        self.exited_with(status).await
+    }
+
+    /// The error for a child that exited with `status`, once its stderr has ended (or
+    /// a moment has passed).
+    async fn exited_with(&self, status: String) -> TransportError {
         let mut done = self.stderr_done.clone();
         let _ = tokio::time::timeout(EXIT_STATUS_WAIT, done.wait_for(|d| *d)).await;
         TransportError::ProcessExited {
@@ -324,18 +334,59 @@ async fn drain_stderr(
 }
 
 /// Reads the child's stdout.
+///
+/// The connection ends when stdout ends or, should a process the server started still
+/// hold stdout open, once the server has exited and what it wrote has been read: no
+/// end of file comes then, and the call would otherwise wait for its timeout. Those
+/// processes are sent `SIGTERM` with the server's process group.
 #[derive(Debug)]
 pub struct ChildReader {
     lines: LineReader<ChildStdout>,
+    exit: watch::Receiver<Option<String>>,
+    /// The child has exited: reads drain what it wrote.
+    exited: bool,
     shared: Arc<ChildShared>,
+}
+
+impl ChildReader {
+    async fn frame_or_exit(
+        &self,
+        read: Result<Option<InboundFrame>, TransportError>,
+    ) -> Result<Option<InboundFrame>, TransportError> {
+        match read {
+            Ok(Some(frame)) => Ok(Some(frame)),
+            // End of stdout is never orderly for a client: the server went away.
+            Ok(None) | Err(_) => Err(self.shared.exit_error().await),
+        }
+    }
+
+    /// The child has exited and nothing more came within [`EXIT_DRAIN`]: stdout is held
+    /// by processes it left behind.
+    async fn held_open(&mut self) -> TransportError {
+        let status = (self.exit.borrow().clone()).unwrap_or_else(|| "unknown status".to_owned());
+        tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server exited with its stdout still open; sending SIGTERM to its group");
+        self.shared.signal(libc::SIGTERM);
+        let status = format!("{status}; a process it started still holds its stdout");
+        self.shared.exited_with(status).await
+    }
 }
 
 impl FrameReader for ChildReader {
     async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
-        match self.lines.read_frame().await {
-            Ok(Some(frame)) => Ok(Some(frame)),
-            // End of stdout is never orderly for a client: the server went away.
-            Ok(None) | Err(_) => Err(self.shared.exit_error().await),
+        if !self.exited {
+            tokio::select! {
+                biased;
+                read = self.lines.read_frame() => return self.frame_or_exit(read).await,
+                // Reading is cancel-safe: what was read stays buffered for the drain.
+                _ = async { self.exit.wait_for(Option::is_some).await.is_ok() } => {
+                    self.exited = true;
+                }
+            }
+        }
+        // Everything the child wrote before exiting is in the pipe already.
+        match tokio::time::timeout(EXIT_DRAIN, self.lines.read_frame()).await {
+            Ok(read) => self.frame_or_exit(read).await,
+            Err(_) => Err(self.held_open().await),
         }
     }
 }

@@ -32,6 +32,23 @@ pub fn tool(name: &str) -> mcpflow::protocol::Tool {
     Tool::new(name, format!("the {name} tool"), Tool::empty_input_schema())
 }
 
+/// The exit status and stderr tail of a call that failed because its server process
+/// exited; panics naming any other error.
+pub fn process_exited(err: &mcpflow::SessionError) -> (&str, &str) {
+    use mcpflow::{CloseReason, SessionError, TransportError};
+    match err {
+        SessionError::Closed {
+            reason:
+                CloseReason::Transport(TransportError::ProcessExited {
+                    status,
+                    stderr_tail,
+                }),
+            ..
+        } => (status, stderr_tail),
+        _ => panic!("unexpected error: {err}"),
+    }
+}
+
 /// The transports every engine scenario runs over.
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {

@@ -14,7 +14,7 @@ use mcpflow::server::Server;
 use mcpflow::transport::{
     FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, StreamTransport, Transport,
 };
-use mcpflow::{CloseReason, RequestOptions, SessionConfig, SessionError, TransportError};
+use mcpflow::{CloseReason, RequestOptions, SessionConfig, SessionError};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
@@ -807,17 +807,7 @@ kill -9 $$
     )
     .await
     .expect_err("child died");
-    let SessionError::Closed {
-        reason:
-            CloseReason::Transport(TransportError::ProcessExited {
-                status,
-                stderr_tail,
-            }),
-        ..
-    } = &err
-    else {
-        panic!("unexpected error: {err}");
-    };
+    let (status, stderr_tail) = common::process_exited(&err);
     assert!(status.contains("signal: 9"), "{status}");
     assert!(stderr_tail.contains("out of cheese"), "{stderr_tail}");
     assert!(

@@ -153,6 +153,36 @@ async fn a_server_exiting_during_the_handshake_names_its_status_and_stderr() {
     assert!(stderr_tail.contains("config file missing"), "{stderr_tail}");
 }
 
+/// A server that exits while a process it started still holds its stdout: the pending
+/// call fails with the exit status at once, not at its timeout (no end of file comes),
+/// and the process left behind is terminated with the group.
+#[tokio::test]
+async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_its_status() {
+    let script = format!(
+        "read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; read -r line; \
+         echo 'leaving a helper behind' >&2; sleep 60 & exit 4"
+    );
+    let (client, pid) = connect_script(script, None, None).await;
+    let err = bounded(
+        "the call fails when the server exits, its stdout still held open",
+        client.call_tool("x", serde_json::json!({})),
+    )
+    .await
+    .expect_err("the server exited");
+    let (status, stderr_tail) = common::process_exited(&err);
+    assert!(status.contains("exit status: 4"), "{status}");
+    assert!(status.contains("still holds its stdout"), "{status}");
+    assert!(
+        stderr_tail.contains("leaving a helper behind"),
+        "{stderr_tail}"
+    );
+    common::until("the helper holding stdout is terminated", || {
+        !group_alive(pid)
+    })
+    .await;
+    bounded("close", client.close()).await;
+}
+
 /// A program that does not exist is a spawn error naming the command.
 #[tokio::test]
 async fn spawning_a_missing_program_names_it() {
