@@ -434,10 +434,11 @@ impl ClientBuilder {
                 }
                 Probe::Handshake(why) if self.era == Era::PerRequest => {
                     session.close().await;
-                    return Err(ConnectError::HandshakeOnly(SessionError::Codec {
-                        method: method::SERVER_DISCOVER.into(),
-                        detail: why,
-                    }));
+                    // A probe that timed out says nothing of the era: it is the error.
+                    return Err(match why {
+                        SessionError::Timeout { .. } => ConnectError::Initialize(why),
+                        why => ConnectError::HandshakeOnly(why),
+                    });
                 }
                 Probe::Handshake(why) => {
                     tracing::debug!("the server speaks the handshake era ({why})");

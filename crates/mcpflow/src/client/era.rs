@@ -131,7 +131,7 @@ pub(crate) enum Probe {
         discovered: Box<DiscoverResult>,
     },
     /// Fall back to `initialize`, for this reason (logged).
-    Handshake(String),
+    Handshake(SessionError),
     /// The server speaks 2026-07-28 but shares no version with this client, or the
     /// connection ended.
     Failed(SessionError),
@@ -175,9 +175,12 @@ pub(crate) fn classify(answer: Result<DiscoverResult, SessionError>) -> Verdict 
                     .iter()
                     .any(ProtocolVersion::is_handshake) =>
                 {
-                    Probe::Handshake("server/discover lists only handshake versions".to_owned())
+                    Probe::Handshake(discover_failed("it lists only handshake versions"))
                 }
-                None => Probe::Failed(no_common_version(&discovered.supported_versions)),
+                None => Probe::Failed(no_common_version(
+                    "`supportedVersions`",
+                    &discovered.supported_versions,
+                )),
             }
         }
         Err(SessionError::Rejected { error, .. })
@@ -190,14 +193,14 @@ pub(crate) fn classify(answer: Result<DiscoverResult, SessionError>) -> Verdict 
             match PER_REQUEST_VERSIONS.iter().find(|v| supported.contains(v)) {
                 Some(version) => return Verdict::AskWith(version.clone()),
                 None if supported.iter().any(ProtocolVersion::is_handshake) => Probe::Handshake(
-                    "the server refused 2026-07-28 and names handshake versions".to_owned(),
+                    discover_failed("the server refused 2026-07-28 and names handshake versions"),
                 ),
-                None => Probe::Failed(no_common_version(&supported)),
+                None => Probe::Failed(no_common_version("the refusal's `supported`", &supported)),
             }
         }
         Err(e @ SessionError::Closed { .. }) => Probe::Failed(e),
         Err(e) if refused_authorization(&e) => Probe::Failed(e),
-        Err(other) => Probe::Handshake(other.to_string()),
+        Err(other) => Probe::Handshake(other),
     };
     Verdict::Found(found)
 }
@@ -249,18 +252,26 @@ pub(crate) fn refused_authorization(error: &SessionError) -> bool {
     )
 }
 
-fn no_common_version(supported: &[ProtocolVersion]) -> SessionError {
+fn discover_failed(detail: &str) -> SessionError {
     SessionError::Codec {
         method: method::SERVER_DISCOVER.into(),
-        detail: format!(
-            "the server speaks {} and this client only 2026-07-28 or a handshake version",
-            supported
-                .iter()
-                .map(ProtocolVersion::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        detail: detail.to_owned(),
     }
+}
+
+/// The failure for a server whose versions, listed in `list`, share none with this
+/// client's.
+fn no_common_version(list: &str, supported: &[ProtocolVersion]) -> SessionError {
+    let detail = if supported.is_empty() {
+        format!("the server names no protocol version it speaks ({list} is empty)")
+    } else {
+        let versions: Vec<_> = supported.iter().map(ProtocolVersion::as_str).collect();
+        format!(
+            "the server speaks {} and this client only 2026-07-28 or a handshake version",
+            versions.join(", ")
+        )
+    };
+    discover_failed(&detail)
 }
 
 /// The discover result as an `initialize` result, so [`Client::server_info`](super::Client::server_info)
@@ -356,6 +367,24 @@ mod tests {
             matches!(found(discovered(&["2099-01-01"])), Probe::Failed(_)),
             "a per-request server with no version in common: no fallback"
         );
+    }
+
+    #[test]
+    fn a_server_listing_no_version_is_told_so() {
+        let code = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
+        for (answer, list) in [
+            (discovered(&[]), "(`supportedVersions` is empty)"),
+            (refused(code, &[]), "(the refusal's `supported` is empty)"),
+        ] {
+            let Probe::Failed(error) = found(answer) else {
+                panic!("an empty list has no version in common");
+            };
+            let message = error.to_string();
+            assert!(
+                message.contains("names no protocol version it speaks") && message.contains(list),
+                "{message}"
+            );
+        }
     }
 
     #[test]

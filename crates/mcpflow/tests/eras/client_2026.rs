@@ -161,6 +161,27 @@ async fn falls_back_to_initialize(answer: Option<Value>, era: Era) -> Result<Cli
     client
 }
 
+/// A pinned client whose probe gets no answer fails with the timeout itself (a hint to
+/// raise it), not as a handshake-only server.
+#[tokio::test(start_paused = true)]
+async fn a_client_pinned_to_per_request_reports_a_silent_probe_as_a_timeout() {
+    // The probe waits the request timeout (60 s of paused time).
+    let outcome = bounded_for(
+        Duration::from_secs(120),
+        "pinned per-request, silent probe",
+        falls_back_to_initialize(None, Era::PerRequest),
+    )
+    .await;
+    assert!(
+        matches!(
+            &outcome,
+            Err(ConnectError::Initialize(SessionError::Timeout { method, .. }))
+                if &**method == "server/discover"
+        ),
+        "{outcome:?}"
+    );
+}
+
 #[tokio::test]
 async fn method_not_found_means_the_handshake() {
     let answer = error(&Value::Null, -32601, Value::Null);
