@@ -32,11 +32,12 @@ pub enum TransportError {
         #[source]
         source: Arc<std::io::Error>,
     },
-    /// The child process exited (or closed its stdout) while the connection was open.
+    /// The child process exited (or closed its stdin or stdout) while the connection
+    /// was open.
     #[error("server process exited ({status}){}", stderr_suffix(.stderr_tail))]
     ProcessExited {
         /// The exit status as text (`exit status: 3`, `signal: 9 (SIGKILL)`, or
-        /// `still running` when only stdout was closed).
+        /// `still running, but it closed its stdin` when only a pipe was closed).
         status: String,
         /// The last lines the process wrote to stderr.
         stderr_tail: String,

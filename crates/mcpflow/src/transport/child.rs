@@ -250,11 +250,13 @@ impl ChildShared {
         }
     }
 
-    async fn exit_error(&self) -> TransportError {
+    /// The error for a child whose `pipe` (`stdin` or `stdout`) closed: it exited, or
+    /// it closed that pipe.
+    async fn exit_error(&self, pipe: &str) -> TransportError {
         let status = self
             .wait_exit(EXIT_STATUS_WAIT)
             .await
-            .unwrap_or_else(|| "still running, but it closed its stdout".to_owned());
+            .unwrap_or_else(|| format!("still running, but it closed its {pipe}"));
         self.exited_with(status).await
     }
 
@@ -356,7 +358,7 @@ impl ChildReader {
         match read {
             Ok(Some(frame)) => Ok(Some(frame)),
             // End of stdout is never orderly for a client: the server went away.
-            Ok(None) | Err(_) => Err(self.shared.exit_error().await),
+            Ok(None) | Err(_) => Err(self.shared.exit_error("stdout").await),
         }
     }
 
@@ -421,7 +423,7 @@ impl FrameWriter for ChildWriter {
     async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
         match self.stdin()?.write_frame(frame, meta).await {
             Ok(()) => Ok(()),
-            Err(_) => Err(self.shared.exit_error().await),
+            Err(_) => Err(self.shared.exit_error("stdin").await),
         }
     }
 
@@ -435,7 +437,7 @@ impl FrameWriter for ChildWriter {
     async fn flush(&mut self) -> Result<(), TransportError> {
         match self.stdin()?.flush().await {
             Ok(()) => Ok(()),
-            Err(_) => Err(self.shared.exit_error().await),
+            Err(_) => Err(self.shared.exit_error("stdin").await),
         }
     }
 

@@ -183,6 +183,28 @@ async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_it
     bounded("close", client.close()).await;
 }
 
+/// A server that stops reading its stdin but keeps running: the call fails naming the
+/// pipe it closed. (The server pings once its stdin is closed, so the answer's write
+/// fails whenever the call was sent.)
+#[tokio::test]
+async fn a_server_closing_its_stdin_is_named_for_it() {
+    let ping = r#"{"jsonrpc":"2.0","id":"s1","method":"ping"}"#;
+    let script = format!(
+        "read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; exec 0<&-; \
+         printf '%s\\n' '{ping}'; sleep 30"
+    );
+    let (client, _pid) = connect_script(script, Some(Duration::from_millis(200)), None).await;
+    let err = bounded(
+        "the call fails when the server closed its stdin",
+        client.call_tool("x", serde_json::json!({})),
+    )
+    .await
+    .expect_err("the server reads no more");
+    let (status, _) = common::process_exited(&err);
+    assert!(status.contains("closed its stdin"), "{status}");
+    bounded("close", client.close()).await;
+}
+
 /// A program that does not exist is a spawn error naming the command.
 #[tokio::test]
 async fn spawning_a_missing_program_names_it() {
