@@ -7,9 +7,7 @@ use crate::meta::{JsonObject, Meta};
 
 /// Severity of a log message: the eight RFC 5424 levels, ordered from `Debug` (lowest)
 /// to `Emergency` (highest).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LoggingLevel {
     /// Debug-level detail.
@@ -32,6 +30,24 @@ pub enum LoggingLevel {
 }
 
 impl LoggingLevel {
+    /// Every level, lowest first.
+    ///
+    /// ```
+    /// use mcpflow_protocol::LoggingLevel;
+    /// assert_eq!(LoggingLevel::ALL[0], LoggingLevel::Debug);
+    /// assert!(LoggingLevel::ALL.is_sorted());
+    /// ```
+    pub const ALL: [LoggingLevel; 8] = [
+        LoggingLevel::Debug,
+        LoggingLevel::Info,
+        LoggingLevel::Notice,
+        LoggingLevel::Warning,
+        LoggingLevel::Error,
+        LoggingLevel::Critical,
+        LoggingLevel::Alert,
+        LoggingLevel::Emergency,
+    ];
+
     /// The wire name (`"debug"`, `"info"`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -44,6 +60,41 @@ impl LoggingLevel {
             LoggingLevel::Alert => "alert",
             LoggingLevel::Emergency => "emergency",
         }
+    }
+}
+
+const NAMES: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// By name; anything else than a string is refused as such (the derived decoder gave
+/// serde_json's bare "expected value" for a number).
+impl<'de> Deserialize<'de> for LoggingLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Level;
+        impl serde::de::Visitor<'_> for Level {
+            type Value = LoggingLevel;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a logging level: one of ")?;
+                f.write_str(&NAMES.join(", "))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<LoggingLevel, E> {
+                LoggingLevel::ALL
+                    .into_iter()
+                    .find(|level| level.as_str() == name)
+                    .ok_or_else(|| E::unknown_variant(name, &NAMES))
+            }
+        }
+        deserializer.deserialize_str(Level)
     }
 }
 
@@ -129,5 +180,32 @@ mod tests {
             "\"critical\""
         );
         assert_eq!(LoggingLevel::Notice.to_string(), "notice");
+        for (level, name) in LoggingLevel::ALL.into_iter().zip(NAMES) {
+            assert_eq!(level.as_str(), name);
+            let quoted = format!("\"{name}\"");
+            assert_eq!(
+                serde_json::from_str::<LoggingLevel>(&quoted).expect("de"),
+                level
+            );
+        }
+    }
+
+    #[test]
+    fn a_level_that_is_not_a_name_is_refused_as_such() {
+        let number = serde_json::from_str::<SetLevelRequestParams>(r#"{"level":3}"#)
+            .expect_err("a number")
+            .to_string();
+        assert!(
+            number
+                .starts_with("invalid type: integer `3`, expected a logging level: one of debug,"),
+            "{number}"
+        );
+        let unknown = serde_json::from_str::<LoggingLevel>(r#""loud""#)
+            .expect_err("unknown")
+            .to_string();
+        assert!(
+            unknown.contains("unknown variant `loud`, expected one of"),
+            "{unknown}"
+        );
     }
 }

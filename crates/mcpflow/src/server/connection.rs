@@ -80,7 +80,8 @@ impl Connection {
     }
 
     pub(crate) fn log_level(&self) -> LoggingLevel {
-        LEVELS[usize::from(self.log_level.load(Ordering::Relaxed)).min(LEVELS.len() - 1)]
+        LoggingLevel::ALL
+            [usize::from(self.log_level.load(Ordering::Relaxed)).min(LoggingLevel::ALL.len() - 1)]
     }
 
     pub(crate) async fn notify_resource_updated(
@@ -109,14 +110,3 @@ pub(crate) struct Handshake {
     pub(crate) client_info: Implementation,
     pub(crate) capabilities: ClientCapabilities,
 }
-
-pub(crate) const LEVELS: [LoggingLevel; 8] = [
-    LoggingLevel::Debug,
-    LoggingLevel::Info,
-    LoggingLevel::Notice,
-    LoggingLevel::Warning,
-    LoggingLevel::Error,
-    LoggingLevel::Critical,
-    LoggingLevel::Alert,
-    LoggingLevel::Emergency,
-];

@@ -54,7 +54,7 @@ use mcpflow_protocol::{
     Tool,
 };
 
-pub(crate) use connection::{Connection, Handshake, LEVELS};
+pub(crate) use connection::{Connection, Handshake};
 pub use context::ServerContext;
 pub use per_request::{CacheHints, StateKey};
 pub use principal::Principal;

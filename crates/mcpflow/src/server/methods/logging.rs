@@ -2,16 +2,19 @@
 
 use std::sync::atomic::Ordering;
 
-use mcpflow_protocol::{EmptyResult, ErrorObject, SetLevelRequestParams};
+use mcpflow_protocol::{EmptyResult, ErrorObject, LoggingLevel, SetLevelRequestParams};
 
 use super::required;
-use crate::server::{LEVELS, ServerContext};
+use crate::server::ServerContext;
 use crate::session::Reply;
 
 /// Set the least severe level [`ServerContext::log`] sends on this connection.
 pub(crate) async fn set_level(cx: ServerContext) -> Result<Reply, ErrorObject> {
     let p: SetLevelRequestParams = required(&cx)?;
-    let index = LEVELS.iter().position(|l| *l == p.level).unwrap_or(0);
+    let index = LoggingLevel::ALL
+        .iter()
+        .position(|l| *l == p.level)
+        .unwrap_or(0);
     cx.connection()
         .log_level
         .store(u8::try_from(index).unwrap_or(0), Ordering::Relaxed);
