@@ -134,6 +134,8 @@ const REQUIREMENTS: &[Requirement] = &[
             "engine::every_pending_request_fails_at_once_when_the_peer_closes",
             "engine::child_killed_mid_call_fails_the_call_with_exit_status_and_stderr_tail",
             "transport::a_server_exiting_during_the_handshake_names_its_status_and_stderr",
+            "transport::a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_its_status",
+            "transport::a_server_closing_its_stdin_is_named_for_it",
         ],
     },
     Requirement {
