@@ -3,8 +3,10 @@
 //!
 //! - stderr is always drained (a full stderr pipe would block the child), into
 //!   `tracing` (target `mcpflow::child`) and a bounded tail of its last lines;
-//! - when the child exits or closes stdout, the error every pending request receives
-//!   names the exit status and carries that stderr tail;
+//! - when the child exits or closes stdin or stdout, the error every pending request
+//!   receives names the exit status and carries that stderr tail. A child that exits
+//!   while a process it started still holds its stdout ends the connection too, once
+//!   what it wrote has been read; what is left of its process group gets `SIGTERM`;
 //! - closing follows the spec's order: close the child's stdin, wait, `SIGTERM` to its
 //!   process group, wait, `SIGKILL`. Each wait is bounded by the close grace.
 //!
