@@ -34,7 +34,8 @@ use super::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport,
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 
-/// How long the reader waits, after the child's stdout ends, for its exit status.
+/// How long an error waits, once a pipe of the child's closed, for its exit status (and
+/// then for the end of its stderr).
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 /// After the child exits, how long stdout may stay silent before the connection ends.
 const EXIT_DRAIN: Duration = Duration::from_millis(200);
@@ -51,6 +52,7 @@ pub struct ChildProcessBuilder {
     stderr_tail_lines: usize,
     close_grace: Duration,
     max_frame_bytes: usize,
+    end_at_exit: bool,
 }
 
 impl ChildProcessBuilder {
@@ -92,6 +94,23 @@ impl ChildProcessBuilder {
     /// (after closing stdin, then after `SIGTERM`). Default: 2 s.
     pub fn close_grace(mut self, grace: Duration) -> Self {
         self.close_grace = grace;
+        self
+    }
+
+    /// Whether the connection ends when the process exits although a process it started
+    /// still holds its stdout (default: it does, once what the process wrote has been
+    /// read, and that process group gets `SIGTERM`). Turn it off for a launcher that
+    /// starts the server as a process of its own and exits (`setsid`, a daemonizing
+    /// wrapper): the connection then lasts until stdout ends.
+    ///
+    /// ```no_run
+    /// # fn run() -> Result<(), mcpflow::TransportError> {
+    /// use mcpflow::transport::ChildProcess;
+    /// let server = ChildProcess::builder("setsid").arg("my-server").end_at_exit(false).spawn()?;
+    /// # drop(server); Ok(()) }
+    /// ```
+    pub fn end_at_exit(mut self, end: bool) -> Self {
+        self.end_at_exit = end;
         self
     }
 
@@ -163,6 +182,7 @@ impl ChildProcessBuilder {
             shared,
             close_grace: self.close_grace,
             max_frame_bytes: self.max_frame_bytes,
+            end_at_exit: self.end_at_exit,
         })
     }
 }
@@ -175,6 +195,7 @@ pub struct ChildProcess {
     shared: Arc<ChildShared>,
     close_grace: Duration,
     max_frame_bytes: usize,
+    end_at_exit: bool,
 }
 
 impl ChildProcess {
@@ -188,6 +209,7 @@ impl ChildProcess {
             stderr_tail_lines: 20,
             close_grace: Duration::from_secs(2),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            end_at_exit: true,
         }
     }
 
@@ -209,7 +231,7 @@ impl Transport for ChildProcess {
         (
             ChildReader {
                 lines: LineReader::new(self.stdout, self.max_frame_bytes),
-                exit: self.shared.exit.clone(),
+                exit: self.end_at_exit.then(|| self.shared.exit.clone()),
                 exited: false,
                 shared: self.shared.clone(),
             },
@@ -342,11 +364,13 @@ async fn drain_stderr(
 /// The connection ends when stdout ends or, should a process the server started still
 /// hold stdout open, once the server has exited and what it wrote has been read: no
 /// end of file comes then, and the call would otherwise wait for its timeout. Those
-/// processes are sent `SIGTERM` with the server's process group.
+/// processes are sent `SIGTERM` with the server's process group (unless
+/// [`end_at_exit`](ChildProcessBuilder::end_at_exit) is off).
 #[derive(Debug)]
 pub struct ChildReader {
     lines: LineReader<ChildStdout>,
-    exit: watch::Receiver<Option<String>>,
+    /// The exit status, when the connection ends at the exit.
+    exit: Option<watch::Receiver<Option<String>>>,
     /// The child has exited: reads drain what it wrote.
     exited: bool,
     shared: Arc<ChildShared>,
@@ -366,8 +390,9 @@ impl ChildReader {
 
     /// The child has exited and nothing more came within [`EXIT_DRAIN`]: stdout is held
     /// by processes it left behind.
-    async fn held_open(&mut self) -> TransportError {
-        let status = (self.exit.borrow().clone()).unwrap_or_else(|| "unknown status".to_owned());
+    async fn held_open(&self) -> TransportError {
+        let status = (self.exit.as_ref().and_then(|exit| exit.borrow().clone()))
+            .unwrap_or_else(|| "unknown status".to_owned());
         tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server exited with its stdout still open; sending SIGTERM to its group");
         self.shared.signal(libc::SIGTERM);
         let status = format!("{status}; a process it started still holds its stdout");
@@ -377,14 +402,16 @@ impl ChildReader {
 
 impl FrameReader for ChildReader {
     async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
+        let Some(exit) = &mut self.exit else {
+            let read = self.lines.read_frame().await;
+            return self.frame_or_exit(read).await;
+        };
         if !self.exited {
             tokio::select! {
                 biased;
                 read = self.lines.read_frame() => return self.frame_or_exit(read).await,
                 // Reading is cancel-safe: what was read stays buffered for the drain.
-                _ = async { self.exit.wait_for(Option::is_some).await.is_ok() } => {
-                    self.exited = true;
-                }
+                () = exited(exit) => self.exited = true,
             }
         }
         // Everything the child wrote before exiting is in the pipe already.
@@ -392,6 +419,14 @@ impl FrameReader for ChildReader {
             Ok(read) => self.frame_or_exit(read).await,
             Err(_) => Err(self.held_open().await),
         }
+    }
+}
+
+/// Until the child has exited; never, should its reaper be gone without a status (its
+/// runtime shut down).
+async fn exited(exit: &mut watch::Receiver<Option<String>>) {
+    if exit.wait_for(Option::is_some).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 

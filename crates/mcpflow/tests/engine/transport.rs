@@ -183,6 +183,37 @@ async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_it
     bounded("close", client.close()).await;
 }
 
+/// A launcher that starts the server as a process of its own and exits: with
+/// `end_at_exit(false)` the connection lasts as long as stdout, so a call the server
+/// answers after a second still gets its result.
+#[tokio::test]
+async fn a_launcher_that_exits_keeps_the_connection_when_asked() {
+    // A background job's stdin is /dev/null unless given one: fd 3 is the pipe.
+    let reply = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"late"}]}}"#;
+    let script = format!(
+        "exec 3<&0; ( read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; read -r line; \
+         sleep 1; printf '%s\\n' '{reply}'; cat > /dev/null ) <&3 & exit 0"
+    );
+    let child = ChildProcess::builder("sh")
+        .arg("-c")
+        .arg(script)
+        .end_at_exit(false)
+        .spawn()
+        .expect("spawn sh");
+    let client = Client::builder("t", "1").era(Era::Handshake);
+    let client = bounded("connect", client.connect(child))
+        .await
+        .expect("connect");
+    let result = bounded(
+        "the call after the launcher exited",
+        client.call_tool("x", serde_json::json!({})),
+    )
+    .await
+    .expect("the server answers");
+    assert_eq!(result.content.len(), 1, "{result:?}");
+    bounded("close", client.close()).await;
+}
+
 /// A server that stops reading its stdin but keeps running: the call fails naming the
 /// pipe it closed. (The server pings once its stdin is closed, so the answer's write
 /// fails whenever the call was sent.)
