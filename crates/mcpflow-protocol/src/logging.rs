@@ -93,6 +93,13 @@ impl<'de> Deserialize<'de> for LoggingLevel {
                     .find(|level| level.as_str() == name)
                     .ok_or_else(|| E::unknown_variant(name, &NAMES))
             }
+
+            fn visit_bytes<E: serde::de::Error>(self, name: &[u8]) -> Result<LoggingLevel, E> {
+                match std::str::from_utf8(name) {
+                    Ok(name) => self.visit_str(name),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Bytes(name), &self)),
+                }
+            }
         }
         deserializer.deserialize_str(Level)
     }
@@ -207,5 +214,14 @@ mod tests {
             unknown.contains("unknown variant `loud`, expected one of"),
             "{unknown}"
         );
+    }
+
+    #[test]
+    fn a_level_reads_from_bytes_for_formats_that_give_them() {
+        use serde::de::value::{BytesDeserializer, Error};
+        let level = LoggingLevel::deserialize(BytesDeserializer::<Error>::new(b"alert"));
+        assert_eq!(level, Ok(LoggingLevel::Alert));
+        let invalid = LoggingLevel::deserialize(BytesDeserializer::<Error>::new(b"\xff"));
+        assert!(invalid.is_err());
     }
 }

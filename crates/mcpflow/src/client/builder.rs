@@ -67,12 +67,15 @@ pub type NotificationHandler =
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// `initialize` (or the `server/discover` probe before it, when the connection
-    /// ended during it) did not succeed.
+    /// `initialize` did not succeed, or the `server/discover` probe before it: the
+    /// connection ended during it, the server refused the authorization, or (for a
+    /// client pinned to [`Era::PerRequest`]) it got no answer in time.
     #[error("initialize failed: {0}")]
     Initialize(#[from] SessionError),
     /// The server does not speak 2026-07-28 and the client was pinned to it
-    /// ([`Era::PerRequest`]), or it speaks only versions this client does not.
+    /// ([`Era::PerRequest`]), or it speaks only versions this client does not. It holds
+    /// what `server/discover` got: the server's error (`-32601` from a handshake-only
+    /// server), or why its answer does not do.
     #[error("the server does not speak 2026-07-28: {0}")]
     HandshakeOnly(SessionError),
     /// The server chose a protocol version this client does not speak.
