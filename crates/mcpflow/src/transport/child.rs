@@ -101,7 +101,8 @@ impl ChildProcessBuilder {
     /// still holds its stdout (default: it does, once what the process wrote has been
     /// read, and that process group gets `SIGTERM`). Turn it off for a launcher that
     /// starts the server as a process of its own and exits (`setsid`, a daemonizing
-    /// wrapper): the connection then lasts until stdout ends.
+    /// wrapper): the connection then lasts until stdout ends. (`setsid -w` waits for the
+    /// server instead, and needs neither.)
     ///
     /// ```no_run
     /// # fn run() -> Result<(), mcpflow::TransportError> {
