@@ -418,7 +418,11 @@ impl FrameReader for ChildReader {
         // Everything the child wrote before exiting is in the pipe already.
         match tokio::time::timeout(EXIT_DRAIN, self.lines.read_frame()).await {
             Ok(read) => self.frame_or_exit(read).await,
-            Err(_) => Err(self.held_open().await),
+            // Its last message may lack the newline that end of file would have stood for.
+            Err(_) => match self.lines.take_rest() {
+                Some(frame) => Ok(Some(frame)),
+                None => Err(self.held_open().await),
+            },
         }
     }
 }

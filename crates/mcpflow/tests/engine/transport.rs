@@ -183,6 +183,30 @@ async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_it
     bounded("close", client.close()).await;
 }
 
+/// The same server, its last answer written without a newline: the answer still
+/// counts, as it would at end of file.
+#[tokio::test]
+async fn a_last_answer_without_newline_counts_when_stdout_is_held() {
+    let reply = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"last"}]}}"#;
+    let script = format!(
+        "read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; read -r line; \
+         printf '%s' '{reply}'; sleep 60 & exit 0"
+    );
+    let (client, pid) = connect_script(script, None, None).await;
+    let result = bounded(
+        "the call answered just before the exit",
+        client.call_tool("x", serde_json::json!({})),
+    )
+    .await
+    .expect("the last line is the answer");
+    assert_eq!(result.content.len(), 1, "{result:?}");
+    common::until("the helper holding stdout is terminated", || {
+        !group_alive(pid)
+    })
+    .await;
+    bounded("close", client.close()).await;
+}
+
 /// A launcher that starts the server as a process of its own and exits: with
 /// `end_at_exit(false)` the connection lasts as long as stdout, so a call the server
 /// answers after a second still gets its result.
