@@ -50,19 +50,11 @@ impl LoggingLevel {
 
     /// The wire name (`"debug"`, `"info"`, ...).
     pub fn as_str(self) -> &'static str {
-        match self {
-            LoggingLevel::Debug => "debug",
-            LoggingLevel::Info => "info",
-            LoggingLevel::Notice => "notice",
-            LoggingLevel::Warning => "warning",
-            LoggingLevel::Error => "error",
-            LoggingLevel::Critical => "critical",
-            LoggingLevel::Alert => "alert",
-            LoggingLevel::Emergency => "emergency",
-        }
+        NAMES[self as usize]
     }
 }
 
+/// The wire names, in the order of the variants.
 const NAMES: [&str; 8] = [
     "debug",
     "info",

@@ -233,7 +233,6 @@ impl Transport for ChildProcess {
             ChildReader {
                 lines: LineReader::new(self.stdout, self.max_frame_bytes),
                 exit: self.end_at_exit.then(|| self.shared.exit.clone()),
-                exited: false,
                 shared: self.shared.clone(),
             },
             ChildWriter {
@@ -370,10 +369,9 @@ async fn drain_stderr(
 #[derive(Debug)]
 pub struct ChildReader {
     lines: LineReader<ChildStdout>,
-    /// The exit status, when the connection ends at the exit.
+    /// The exit status, when the connection ends at the exit; once it is there, reads
+    /// drain what the child wrote.
     exit: Option<watch::Receiver<Option<String>>>,
-    /// The child has exited: reads drain what it wrote.
-    exited: bool,
     shared: Arc<ChildShared>,
 }
 
@@ -407,19 +405,19 @@ impl FrameReader for ChildReader {
             let read = self.lines.read_frame().await;
             return self.frame_or_exit(read).await;
         };
-        if !self.exited {
+        if exit.borrow().is_none() {
             tokio::select! {
                 biased;
                 read = self.lines.read_frame() => return self.frame_or_exit(read).await,
                 // Reading is cancel-safe: what was read stays buffered for the drain.
-                () = exited(exit) => self.exited = true,
+                () = exited(exit) => {}
             }
         }
         // Everything the child wrote before exiting is in the pipe already.
         match tokio::time::timeout(EXIT_DRAIN, self.lines.read_frame()).await {
             Ok(read) => self.frame_or_exit(read).await,
             // Its last message may lack the newline that end of file would have stood for.
-            Err(_) => match self.lines.take_rest() {
+            Err(_) => match self.lines.finish() {
                 Some(frame) => Ok(Some(frame)),
                 None => Err(self.held_open().await),
             },

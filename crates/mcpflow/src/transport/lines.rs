@@ -141,14 +141,10 @@ impl<R: AsyncRead + Unpin + Send> LineReader<R> {
         }
     }
 
-    /// What was read after the last newline, as a last message, for a stream that is
-    /// over although no end of file came (a child that exited while another process
-    /// holds its stdout).
-    pub(crate) fn take_rest(&mut self) -> Option<InboundFrame> {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> Option<InboundFrame> {
+    /// What was read after the last newline, as a last message: at end of file, or for
+    /// a stream that is over although no end of file came (a child that exited while
+    /// another process holds its stdout).
+    pub(crate) fn finish(&mut self) -> Option<InboundFrame> {
         if let Some((len, prefix)) = self.skipping.take() {
             return Some(InboundFrame::Oversized {
                 len,

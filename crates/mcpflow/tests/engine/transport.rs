@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::bounded;
 use mcpflow::client::{Client, ConnectError, Era};
+use mcpflow::protocol::CallToolResult;
 use mcpflow::transport::{
     ChildProcess, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, MemoryTransport,
     Transport,
@@ -45,6 +46,20 @@ fn group_alive(pgid: u32) -> bool {
         .status()
         .map(|s| s.success())
         .unwrap_or(false)
+}
+
+/// `tools/call` of a tool `x` without arguments, bounded, the wait named `what`.
+async fn call_x(client: &Client, what: &str) -> Result<CallToolResult, SessionError> {
+    bounded(what, client.call_tool("x", serde_json::json!({}))).await
+}
+
+/// Until the process group `pgid` has no process left (a helper holding stdout got
+/// `SIGTERM`).
+async fn helper_terminated(pgid: u32) {
+    common::until("the helper holding stdout is terminated", || {
+        !group_alive(pgid)
+    })
+    .await;
 }
 
 /// A client of the `sh` script `script`, which answers the first line as `initialize`
@@ -163,9 +178,9 @@ async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_it
          echo 'leaving a helper behind' >&2; sleep 60 & exit 4"
     );
     let (client, pid) = connect_script(script, None, None).await;
-    let err = bounded(
+    let err = call_x(
+        &client,
         "the call fails when the server exits, its stdout still held open",
-        client.call_tool("x", serde_json::json!({})),
     )
     .await
     .expect_err("the server exited");
@@ -176,10 +191,7 @@ async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_it
         stderr_tail.contains("leaving a helper behind"),
         "{stderr_tail}"
     );
-    common::until("the helper holding stdout is terminated", || {
-        !group_alive(pid)
-    })
-    .await;
+    helper_terminated(pid).await;
     bounded("close", client.close()).await;
 }
 
@@ -193,17 +205,11 @@ async fn a_last_answer_without_newline_counts_when_stdout_is_held() {
          printf '%s' '{reply}'; sleep 60 & exit 0"
     );
     let (client, pid) = connect_script(script, None, None).await;
-    let result = bounded(
-        "the call answered just before the exit",
-        client.call_tool("x", serde_json::json!({})),
-    )
-    .await
-    .expect("the last line is the answer");
+    let result = call_x(&client, "the call answered just before the exit")
+        .await
+        .expect("the last line is the answer");
     assert_eq!(result.content.len(), 1, "{result:?}");
-    common::until("the helper holding stdout is terminated", || {
-        !group_alive(pid)
-    })
-    .await;
+    helper_terminated(pid).await;
     bounded("close", client.close()).await;
 }
 
@@ -228,12 +234,9 @@ async fn a_launcher_that_exits_keeps_the_connection_when_asked() {
     let client = bounded("connect", client.connect(child))
         .await
         .expect("connect");
-    let result = bounded(
-        "the call after the launcher exited",
-        client.call_tool("x", serde_json::json!({})),
-    )
-    .await
-    .expect("the server answers");
+    let result = call_x(&client, "the call after the launcher exited")
+        .await
+        .expect("the server answers");
     assert_eq!(result.content.len(), 1, "{result:?}");
     bounded("close", client.close()).await;
 }
@@ -249,12 +252,9 @@ async fn a_server_closing_its_stdin_is_named_for_it() {
          printf '%s\\n' '{ping}'; sleep 30"
     );
     let (client, _pid) = connect_script(script, Some(Duration::from_millis(200)), None).await;
-    let err = bounded(
-        "the call fails when the server closed its stdin",
-        client.call_tool("x", serde_json::json!({})),
-    )
-    .await
-    .expect_err("the server reads no more");
+    let err = call_x(&client, "the call fails when the server closed its stdin")
+        .await
+        .expect_err("the server reads no more");
     let (status, _) = common::process_exited(&err);
     assert!(status.contains("closed its stdin"), "{status}");
     bounded("close", client.close()).await;
