@@ -39,6 +39,14 @@ finish() { # pid log what
 # them on too).
 tests=(cargo test --workspace -j2 --features mcpflow/jwt,mcpflow/oauth-jwt,mcpflow/redis,mcpflow/otel)
 
+# A full disk shows up much later as a linker killed by SIGBUS; say it up front instead.
+need_gib=6
+free_gib=$(df -Pk . | awk 'NR == 2 {print int($4 / 1048576)}')
+if (( free_gib < need_gib )); then
+    echo "warning: ${free_gib} GiB free here; the build and the peers take about ${need_gib} GiB," \
+        "and a full disk fails the link with 'Bus error'" >&2
+fi
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
