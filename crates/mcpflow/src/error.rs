@@ -34,7 +34,8 @@ pub enum TransportError {
     },
     /// The child process exited (or closed its stdin or stdout) while the connection
     /// was open.
-    #[error("server process exited ({status}){}", stderr_suffix(.stderr_tail))]
+    // "Ended the connection" holds for a closed pipe too, where the process still runs.
+    #[error("server process ended the connection ({status}){}", stderr_suffix(.stderr_tail))]
     ProcessExited {
         /// The exit status as text (`exit status: 3`, `signal: 9 (SIGKILL)`, or
         /// `still running, but it closed its stdin` when only a pipe was closed).
