@@ -8,7 +8,8 @@
 //!   while a process it started still holds its stdout ends the connection too, once
 //!   what it wrote has been read; what is left of its process group gets `SIGTERM`;
 //! - closing follows the spec's order: close the child's stdin, wait, `SIGTERM` to its
-//!   process group, wait, `SIGKILL`. Each wait is bounded by the close grace.
+//!   process group, wait, `SIGKILL`. Each wait is bounded by the close grace. A process
+//!   the child left behind that still holds its stdout gets `SIGTERM` too.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcpflow::TransportError> {
@@ -19,6 +20,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -99,7 +101,8 @@ impl ChildProcessBuilder {
 
     /// Whether the connection ends when the process exits although a process it started
     /// still holds its stdout (default: it does, once what the process wrote has been
-    /// read, and that process group gets `SIGTERM`). Turn it off for a launcher that
+    /// read, and that process group gets `SIGTERM`, as it does when the connection
+    /// closes while such a process holds stdout). Turn it off for a launcher that
     /// starts the server as a process of its own and exits (`setsid`, a daemonizing
     /// wrapper): the connection then lasts until stdout ends. (`setsid -w` waits for the
     /// server instead, and needs neither.)
@@ -157,6 +160,11 @@ impl ChildProcessBuilder {
         let stdout = child.stdout.take().ok_or_else(missing)?;
         let stderr = child.stderr.take().ok_or_else(missing)?;
         let pid = child.id();
+        // Without it, nothing could tell after the reader is gone whether stdout is held.
+        let stdout_probe = self
+            .end_at_exit
+            .then(|| stdout.as_fd().try_clone_to_owned().ok())
+            .flatten();
 
         let tail = Arc::new(StderrTail::new(self.stderr_tail_lines));
         let (stderr_done_tx, stderr_done) = watch::channel(false);
@@ -174,6 +182,7 @@ impl ChildProcessBuilder {
             exit,
             tail,
             stderr_done,
+            stdout_probe,
             tasks: [drain, reaper],
         });
         tracing::debug!(target: "mcpflow::child", pid, command = %command_line, "started server process");
@@ -250,6 +259,9 @@ struct ChildShared {
     exit: watch::Receiver<Option<String>>,
     tail: Arc<StderrTail>,
     stderr_done: watch::Receiver<bool>,
+    /// A copy of stdout's read end (when the connection ends at the exit), to tell
+    /// whether a process still holds the write end.
+    stdout_probe: Option<OwnedFd>,
     tasks: [JoinHandle<()>; 2],
 }
 
@@ -271,6 +283,31 @@ impl ChildShared {
             unsafe {
                 libc::kill(-pid, signal);
             }
+        }
+    }
+
+    /// Whether a process still holds the child's stdout open: its read end has not hung up.
+    fn stdout_held(&self) -> bool {
+        let Some(probe) = &self.stdout_probe else {
+            return false;
+        };
+        let mut poll = libc::pollfd {
+            fd: probe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: one valid `pollfd` whose descriptor stays open for the call; no wait.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        ready >= 0 && poll.revents & libc::POLLHUP == 0
+    }
+
+    /// Once the child has exited: `SIGTERM` to its group when a process it left behind
+    /// still holds its stdout, which would otherwise outlive the connection.
+    fn end_holders(&self) {
+        if self.stdout_held() {
+            tracing::debug!(target: "mcpflow::child", pid = self.pid, "a process the server left behind holds its stdout; sending SIGTERM to its group");
+            self.signal(libc::SIGTERM);
         }
     }
 
@@ -300,6 +337,8 @@ impl Drop for ChildShared {
     fn drop(&mut self) {
         if self.exit.borrow().is_none() {
             self.signal(libc::SIGKILL);
+        } else {
+            self.end_holders();
         }
         for task in &self.tasks {
             task.abort();
@@ -486,6 +525,8 @@ impl FrameWriter for ChildWriter {
             stdin.close().await;
         }
         if self.shared.wait_exit(self.close_grace).await.is_some() {
+            // The reader stopped first, and may have cut short the drain that ends them.
+            self.shared.end_holders();
             return;
         }
         tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server did not exit after stdin closed; sending SIGTERM");

@@ -140,11 +140,13 @@ const REQUIREMENTS: &[Requirement] = &[
     },
     Requirement {
         id: "G7",
-        text: "close is orderly and bounded; the child is reaped (stdin, SIGTERM, SIGKILL)",
+        text: "close is orderly and bounded; the child is reaped (stdin, SIGTERM, SIGKILL), and what it left holding its stdout gets SIGTERM",
         tests: &[
             "engine::close_is_bounded_when_a_handler_ignores_cancellation",
             "transport::close_escalates_to_sigkill_for_a_server_that_ignores_stdin_and_sigterm",
             "transport::close_ends_a_well_behaved_server_by_closing_stdin",
+            "transport::close_ends_a_helper_that_holds_the_servers_stdout",
+            "transport::a_close_during_the_exit_drain_ends_the_process_holding_stdout",
         ],
     },
     Requirement {

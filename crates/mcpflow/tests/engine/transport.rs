@@ -168,6 +168,17 @@ async fn a_server_exiting_during_the_handshake_names_its_status_and_stderr() {
     assert!(stderr_tail.contains("config file missing"), "{stderr_tail}");
 }
 
+/// A server that answers the call (the answer ending in `end`), then exits, leaving a
+/// helper that holds its stdout; and its pid.
+async fn answering_then_leaving_a_helper(end: &str) -> (Client, u32) {
+    let reply = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"last"}]}}"#;
+    let script = format!(
+        "read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; read -r line; \
+         printf '%s{end}' '{reply}'; sleep 60 & exit 0"
+    );
+    connect_script(script, None, None).await
+}
+
 /// A server that exits while a process it started still holds its stdout: the pending
 /// call fails with the exit status at once, not at its timeout (no end of file comes),
 /// and the process left behind is terminated with the group.
@@ -199,12 +210,7 @@ async fn a_server_exiting_with_its_stdout_held_by_a_child_fails_the_call_with_it
 /// counts, as it would at end of file.
 #[tokio::test]
 async fn a_last_answer_without_newline_counts_when_stdout_is_held() {
-    let reply = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"last"}]}}"#;
-    let script = format!(
-        "read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; read -r line; \
-         printf '%s' '{reply}'; sleep 60 & exit 0"
-    );
-    let (client, pid) = connect_script(script, None, None).await;
+    let (client, pid) = answering_then_leaving_a_helper("").await;
     let result = call_x(&client, "the call answered just before the exit")
         .await
         .expect("the last line is the answer");
@@ -241,6 +247,32 @@ async fn a_launcher_that_exits_keeps_the_connection_when_asked() {
     bounded("close", client.close()).await;
 }
 
+/// A close right after the answer, while the reader still waits to see whether the
+/// exited server's stdout ends: closing stops the reader first, and the process left
+/// holding stdout is terminated all the same.
+#[tokio::test]
+async fn a_close_during_the_exit_drain_ends_the_process_holding_stdout() {
+    let (client, pid) = answering_then_leaving_a_helper("\\n").await;
+    call_x(&client, "the call answered just before the exit")
+        .await
+        .expect("the answer");
+    bounded("close", client.close()).await;
+    helper_terminated(pid).await;
+}
+
+/// A server that started a helper holding its stdout and exits when its stdin closes:
+/// the helper does not outlive the connection.
+#[tokio::test]
+async fn close_ends_a_helper_that_holds_the_servers_stdout() {
+    let script = format!(
+        "sleep 60 & read -r line; printf '%s\\n' '{INIT_REPLY}'; while read -r line; do :; done"
+    );
+    let (client, pid) = connect_script(script, None, None).await;
+    assert!(group_alive(pid));
+    bounded("close", client.close()).await;
+    helper_terminated(pid).await;
+}
+
 /// A server that stops reading its stdin but keeps running: the call fails naming the
 /// pipe it closed. (The server pings once its stdin is closed, so the answer's write
 /// fails whenever the call was sent.)
@@ -257,6 +289,12 @@ async fn a_server_closing_its_stdin_is_named_for_it() {
         .expect_err("the server reads no more");
     let (status, _) = common::process_exited(&err);
     assert!(status.contains("closed its stdin"), "{status}");
+    // The message never says "exited" of a process that is still running.
+    let message = err.to_string();
+    assert!(
+        message.contains("ended the connection (still running") && !message.contains("exited"),
+        "{message}"
+    );
     bounded("close", client.close()).await;
 }
 
