@@ -1,11 +1,13 @@
 //! Requests this side sent and is waiting on: the pending table and each request's
 //! queue of events.
 //!
-//! Each pending request owns an unbounded event queue. The reader pushes that request's
-//! progress and then its outcome into it, in receive order, without ever waiting; the
-//! caller ([`PendingRequest`](super::PendingRequest)) drains it. So progress is always
-//! delivered, in order, before the response is returned, and a slow caller never slows
-//! the reader.
+//! Each pending request owns an event queue. The reader pushes that request's progress
+//! and then its outcome into it, in receive order, without ever waiting; the caller
+//! ([`PendingRequest`](super::PendingRequest)) drains it. So progress is delivered, in
+//! order, before the response is returned, and a slow caller never slows the reader.
+//! The queue holds at most [`UNREAD_PROGRESS_BYTES`] of reports: a caller that far
+//! behind (or a peer flooding it) loses the oldest unread ones, with a warning, and
+//! still gets the latest.
 //!
 //! Timeouts are kept by the table too: each entry holds its request's [`Deadline`], and
 //! one timer task per session ([`run_sweeper`](super::deadline::run_sweeper)) sleeps
@@ -25,6 +27,18 @@ use super::deadline::Deadline;
 use super::options::ProgressUpdate;
 use super::writer::Sequential;
 use crate::error::{CloseReason, TransportError};
+
+/// Unread progress one request may hold, counting each report's size and its message.
+/// A caller reading as reports come never nears it (10,000 bare reports are under
+/// 0.5 MiB); a peer flooding a caller that does not read would otherwise grow it
+/// without bound.
+const UNREAD_PROGRESS_BYTES: usize = 8 * 1024 * 1024;
+
+/// What a queued progress report costs.
+fn weight(update: &Option<ProgressUpdate>) -> usize {
+    let message = update.as_ref().and_then(|u| u.message.as_ref());
+    size_of::<Option<ProgressUpdate>>() + message.map_or(0, String::capacity)
+}
 
 /// What the peer said about one pending request.
 #[derive(Debug)]
@@ -56,6 +70,10 @@ pub(crate) struct Events {
 #[derive(Default)]
 struct EventsState {
     progress: VecDeque<Option<ProgressUpdate>>,
+    /// What `progress` holds, by [`weight`].
+    progress_bytes: usize,
+    /// Unread reports dropped for the budget.
+    dropped: u64,
     outcome: Option<Result<Bytes, Failure>>,
     waker: Option<Waker>,
 }
@@ -68,10 +86,22 @@ impl Events {
     /// Queue an event (the first outcome wins) and wake the caller, now or, with
     /// `deferred`, when the reader wakes them together.
     fn push(&self, event: PendingEvent, deferred: Option<&mut DeferredWakes>) {
+        let mut first_drop = false;
         let waker = {
             let mut state = self.lock();
             match event {
-                PendingEvent::Progress(update) => state.progress.push_back(update),
+                PendingEvent::Progress(update) => {
+                    state.progress_bytes += weight(&update);
+                    state.progress.push_back(update);
+                    // The newest report stays, however large.
+                    while state.progress_bytes > UNREAD_PROGRESS_BYTES && state.progress.len() > 1 {
+                        if let Some(oldest) = state.progress.pop_front() {
+                            state.progress_bytes -= weight(&oldest);
+                        }
+                        first_drop |= state.dropped == 0;
+                        state.dropped += 1;
+                    }
+                }
                 PendingEvent::Outcome(outcome) => {
                     if state.outcome.is_none() {
                         state.outcome = Some(outcome);
@@ -80,6 +110,12 @@ impl Events {
             }
             state.waker.take()
         };
+        if first_drop {
+            tracing::warn!(
+                limit = UNREAD_PROGRESS_BYTES,
+                "a request's caller has not read its progress reports as they came; the oldest unread ones are dropped"
+            );
+        }
         match (waker, deferred) {
             (Some(waker), Some(deferred)) => deferred.0.push(waker),
             (Some(waker), None) => waker.wake(),
@@ -91,6 +127,7 @@ impl Events {
     pub(crate) fn poll_next(&self, cx: &mut Context<'_>) -> Poll<PendingEvent> {
         let mut state = self.lock();
         if let Some(update) = state.progress.pop_front() {
+            state.progress_bytes -= weight(&update);
             return Poll::Ready(PendingEvent::Progress(update));
         }
         if let Some(outcome) = state.outcome.take() {
@@ -435,6 +472,49 @@ mod tests {
         assert_eq!(table.len(), 0);
         assert_consistent(&table);
         assert!(!table.progress("3", None, &mut wakes), "gone once expired");
+    }
+
+    /// A flood of progress the caller does not read is held up to the budget: the
+    /// oldest reports go, the rest stay in order, the latest and the outcome come.
+    #[test]
+    fn unread_progress_is_bounded_in_bytes_and_keeps_the_latest() {
+        let events = Events::default();
+        let report = |n: u32, message: Option<String>| {
+            PendingEvent::Progress(Some(ProgressUpdate {
+                progress: f64::from(n),
+                total: None,
+                message,
+            }))
+        };
+        let big = "x".repeat(64 * 1024);
+        for n in 0..200 {
+            events.push(report(n, Some(big.clone())), None);
+        }
+        events.push(report(200, None), None);
+        events.push(PendingEvent::Outcome(Ok(Bytes::from_static(b"{}"))), None);
+        assert!(events.lock().progress_bytes <= UNREAD_PROGRESS_BYTES);
+        let mut seen = Vec::new();
+        loop {
+            match next_event(&events) {
+                Some(PendingEvent::Progress(Some(update))) => seen.push(update.progress),
+                Some(PendingEvent::Outcome(Ok(_))) => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // 200 reports of 64 KiB are 12.5 MiB, over the 8 MiB budget.
+        assert!((100..200).contains(&seen.len()), "{} kept", seen.len());
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order: {seen:?}");
+        assert_eq!(seen.last(), Some(&200.0), "the latest is kept");
+        assert_eq!(events.lock().dropped, 201 - seen.len() as u64);
+        assert_eq!(events.lock().progress_bytes, 0);
+
+        // One report over the budget on its own is still delivered.
+        let lone = Events::default();
+        lone.push(report(1, Some("y".repeat(UNREAD_PROGRESS_BYTES + 1))), None);
+        assert!(matches!(
+            next_event(&lone),
+            Some(PendingEvent::Progress(Some(_)))
+        ));
     }
 
     #[tokio::test(start_paused = true)]
