@@ -8,8 +8,9 @@
 //!   while a process it started still holds its stdout ends the connection too, once
 //!   what it wrote has been read; what is left of its process group gets `SIGTERM`;
 //! - closing follows the spec's order: close the child's stdin, wait, `SIGTERM` to its
-//!   process group, wait, `SIGKILL`. Each wait is bounded by the close grace. A process
-//!   the child left behind that still holds its stdout gets `SIGTERM` too.
+//!   process group, wait, `SIGKILL`. Each wait is bounded by the close grace, and
+//!   discards what the child still writes to stdout. A process the child left behind
+//!   that still holds its stdout gets `SIGTERM` too.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcpflow::TransportError> {
@@ -23,9 +24,11 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::net::unix::pipe;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -183,6 +186,7 @@ impl ChildProcessBuilder {
             tail,
             stderr_done,
             stdout_probe,
+            reader_gone: AtomicBool::new(false),
             tasks: [drain, reaper],
         });
         tracing::debug!(target: "mcpflow::child", pid, command = %command_line, "started server process");
@@ -262,6 +266,8 @@ struct ChildShared {
     /// A copy of stdout's read end (when the connection ends at the exit), to tell
     /// whether a process still holds the write end.
     stdout_probe: Option<OwnedFd>,
+    /// The [`ChildReader`] has been dropped: nothing reads stdout any more.
+    reader_gone: AtomicBool,
     tasks: [JoinHandle<()>; 2],
 }
 
@@ -300,6 +306,25 @@ impl ChildShared {
         // SAFETY: one valid `pollfd` whose descriptor stays open for the call; no wait.
         let ready = unsafe { libc::poll(&mut poll, 1, 0) };
         ready >= 0 && poll.revents & libc::POLLHUP == 0
+    }
+
+    /// `wait`, discarding meanwhile what the child writes to stdout once its reader is
+    /// gone: a server blocked writing into a pipe that nobody reads would never see its
+    /// stdin close.
+    async fn discarding<F: Future>(&self, wait: F) -> F::Output {
+        let unread = (self.stdout_probe.as_ref())
+            .filter(|_| self.reader_gone.load(Ordering::Acquire))
+            .and_then(|probe| probe.try_clone().ok());
+        let Some(mut stdout) = unread.and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok()) else {
+            return wait.await;
+        };
+        let mut sink = tokio::io::sink();
+        tokio::pin!(wait);
+        tokio::select! {
+            out = &mut wait => out,
+            // Stdout ended (or failed): nothing is left to discard.
+            _ = tokio::io::copy(&mut stdout, &mut sink) => wait.await,
+        }
     }
 
     /// Once the child has exited: `SIGTERM` to its group when a process it left behind
@@ -464,6 +489,12 @@ impl FrameReader for ChildReader {
     }
 }
 
+impl Drop for ChildReader {
+    fn drop(&mut self) {
+        self.shared.reader_gone.store(true, Ordering::Release);
+    }
+}
+
 /// Until the child has exited; never, should its reaper be gone without a status (its
 /// runtime shut down).
 async fn exited(exit: &mut watch::Receiver<Option<String>>) {
@@ -524,14 +555,23 @@ impl FrameWriter for ChildWriter {
         if let Some(mut stdin) = self.stdin.take() {
             stdin.close().await;
         }
-        if self.shared.wait_exit(self.close_grace).await.is_some() {
+        let shared = &self.shared;
+        if shared
+            .discarding(shared.wait_exit(self.close_grace))
+            .await
+            .is_some()
+        {
             // The reader stopped first, and may have cut short the drain that ends them.
-            self.shared.end_holders();
+            shared.end_holders();
             return;
         }
-        tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server did not exit after stdin closed; sending SIGTERM");
-        self.shared.signal(libc::SIGTERM);
-        if self.shared.wait_exit(self.close_grace).await.is_some() {
+        tracing::debug!(target: "mcpflow::child", pid = shared.pid, "server did not exit after stdin closed; sending SIGTERM");
+        shared.signal(libc::SIGTERM);
+        if shared
+            .discarding(shared.wait_exit(self.close_grace))
+            .await
+            .is_some()
+        {
             return;
         }
         self.kill().await;

@@ -147,6 +147,7 @@ const REQUIREMENTS: &[Requirement] = &[
             "transport::close_ends_a_well_behaved_server_by_closing_stdin",
             "transport::close_ends_a_helper_that_holds_the_servers_stdout",
             "transport::a_close_during_the_exit_drain_ends_the_process_holding_stdout",
+            "transport::close_lets_a_server_still_writing_see_its_stdin_close",
         ],
     },
     Requirement {

@@ -273,6 +273,31 @@ async fn close_ends_a_helper_that_holds_the_servers_stdout() {
     helper_terminated(pid).await;
 }
 
+/// A server still writing when the connection closes: what it writes once the reader
+/// is gone is discarded, so it finishes, sees its stdin close and exits on its own
+/// (it leaves a marker then), not at a signal after the close grace.
+#[tokio::test]
+async fn close_lets_a_server_still_writing_see_its_stdin_close() {
+    let marker = std::env::temp_dir().join(format!("mcpflow-writing-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood"}}"#;
+    // 2 MB of notifications after `notifications/initialized`, far more than a pipe holds.
+    let script = format!(
+        "read -r line; printf '%s\\n' '{INIT_REPLY}'; read -r line; \
+         i=0; while [ $i -lt 20000 ]; do printf '%s\\n' '{note}'; i=$((i+1)); done; \
+         while read -r line; do :; done; echo clean > {}",
+        marker.display()
+    );
+    let (client, pid) = connect_script(script, None, None).await;
+    bounded("close", client.close()).await;
+    assert!(!alive(pid), "the server exited");
+    assert!(
+        marker.exists(),
+        "the server was signalled: its writes blocked with nobody reading"
+    );
+    let _ = std::fs::remove_file(&marker);
+}
+
 /// A server that stops reading its stdin but keeps running: the call fails naming the
 /// pipe it closed. (The server pings once its stdin is closed, so the answer's write
 /// fails whenever the call was sent.)
