@@ -19,13 +19,14 @@
 //! # drop(server); Ok(()) }
 //! ```
 
-use std::collections::VecDeque;
+mod stderr;
+
 use std::ffi::OsString;
 use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::net::unix::pipe;
@@ -33,6 +34,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use self::stderr::{StderrTail, drain_stderr};
 use super::lines::LineReader;
 use super::stream::LineWriter;
 use super::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport, WriteNow};
@@ -44,7 +46,6 @@ use crate::error::TransportError;
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 /// After the child exits, how long stdout may stay silent before the connection ends.
 const EXIT_DRAIN: Duration = Duration::from_millis(200);
-const STDERR_LINE_MAX: usize = 2048;
 
 /// Configures and starts a [`ChildProcess`].
 #[derive(Debug, Clone)]
@@ -369,58 +370,6 @@ impl Drop for ChildShared {
             task.abort();
         }
     }
-}
-
-/// The last lines a child wrote to stderr.
-#[derive(Debug)]
-struct StderrTail {
-    max_lines: usize,
-    lines: Mutex<VecDeque<String>>,
-}
-
-impl StderrTail {
-    fn new(max_lines: usize) -> Self {
-        StderrTail {
-            max_lines,
-            lines: Mutex::new(VecDeque::new()),
-        }
-    }
-
-    fn push(&self, line: String) {
-        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
-        if lines.len() == self.max_lines {
-            lines.pop_front();
-        }
-        if self.max_lines > 0 {
-            lines.push_back(line);
-        }
-    }
-
-    fn text(&self) -> String {
-        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
-        lines.iter().map(|l| format!("{l}\n")).collect()
-    }
-}
-
-async fn drain_stderr(
-    stderr: tokio::process::ChildStderr,
-    tail: Arc<StderrTail>,
-    done: watch::Sender<bool>,
-    pid: Option<u32>,
-) {
-    let mut lines = LineReader::new(stderr, STDERR_LINE_MAX);
-    while let Ok(Some(frame)) = lines.read_frame().await {
-        let line = match frame {
-            InboundFrame::Message(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            InboundFrame::Oversized { len, prefix, .. } => {
-                format!("{}… ({len} bytes)", String::from_utf8_lossy(&prefix))
-            }
-            InboundFrame::RequestFailed { .. } | InboundFrame::Read(_) => continue,
-        };
-        tracing::debug!(target: "mcpflow::child", pid, "stderr: {line}");
-        tail.push(line);
-    }
-    let _ = done.send(true);
 }
 
 /// Reads the child's stdout.
