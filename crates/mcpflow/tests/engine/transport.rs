@@ -298,6 +298,33 @@ async fn close_lets_a_server_still_writing_see_its_stdin_close() {
     let _ = std::fs::remove_file(&marker);
 }
 
+/// `env_clear`: the child sees only what `env` gave it, and is still found in `PATH`.
+#[tokio::test]
+async fn env_clear_leaves_the_child_only_what_env_gives_it() {
+    assert!(std::env::var_os("PATH").is_some(), "the test needs PATH");
+    let report = r#"printf '{"jsonrpc":"2.0","method":"env","params":{"path":"%s","given":"%s"}}\n' "${PATH:-unset}" "${MCPFLOW_GIVEN:-unset}""#;
+    for clear in [false, true] {
+        let mut builder = ChildProcess::builder("sh")
+            .arg("-c")
+            .arg(report)
+            .env("MCPFLOW_GIVEN", "yes");
+        if clear {
+            builder = builder.env_clear();
+        }
+        let (mut reader, _writer) = builder.spawn().expect("sh is found in PATH").split();
+        let frame = bounded("the child's line", reader.read_frame()).await;
+        let Ok(Some(InboundFrame::Message(bytes))) = frame else {
+            panic!("no line: {frame:?}");
+        };
+        let line: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(line["params"]["given"], "yes", "{line}");
+        // A shell with no PATH in its environment sets a default of its own, if any.
+        let path = line["params"]["path"].as_str().unwrap().to_owned();
+        let inherited = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(path == inherited, !clear, "clear {clear}: PATH {path}");
+    }
+}
+
 /// A server that stops reading its stdin but keeps running: the call fails naming the
 /// pipe it closed. (The server pings once its stdin is closed, so the answer's write
 /// fails whenever the call was sent.)

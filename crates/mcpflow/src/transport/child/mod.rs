@@ -54,6 +54,7 @@ pub struct ChildProcessBuilder {
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+    env_clear: bool,
     cwd: Option<PathBuf>,
     stderr_tail_lines: usize,
     close_grace: Duration,
@@ -78,9 +79,33 @@ impl ChildProcessBuilder {
         self
     }
 
-    /// Set an environment variable for the child.
+    /// Set an environment variable for the child. The child inherits this process's
+    /// environment, with these on top, unless [`env_clear`](Self::env_clear) is set.
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Start the child with only the variables set with [`env`](Self::env), none of
+    /// this process's: a third-party server then sees no token or key it was not given.
+    /// (The official SDKs pass only `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and
+    /// `USER` unless told otherwise.) The program is still looked up in this process's
+    /// `PATH` unless `env` sets one.
+    ///
+    /// ```no_run
+    /// # fn run() -> Result<(), mcpflow::TransportError> {
+    /// use mcpflow::transport::ChildProcess;
+    /// let mut server = ChildProcess::builder("my-server").env_clear();
+    /// for key in ["HOME", "PATH"] {
+    ///     if let Some(value) = std::env::var_os(key) {
+    ///         server = server.env(key, value);
+    ///     }
+    /// }
+    /// let server = server.spawn()?;
+    /// # drop(server); Ok(()) }
+    /// ```
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
         self
     }
 
@@ -139,6 +164,9 @@ impl ChildProcessBuilder {
             .collect::<Vec<_>>()
             .join(" ");
         let mut command = Command::new(&self.program);
+        if self.env_clear {
+            command.env_clear();
+        }
         command
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -220,6 +248,7 @@ impl ChildProcess {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
+            env_clear: false,
             cwd: None,
             stderr_tail_lines: 20,
             close_grace: Duration::from_secs(2),
