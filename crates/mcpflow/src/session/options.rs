@@ -99,14 +99,14 @@ impl RequestOptions {
 
     /// Ask the peer for progress (sends a `progressToken`) even without a callback;
     /// read it with [`PendingRequest::next_event`](super::PendingRequest::next_event)
-    /// (the same 8 MiB of unread reports as [`on_progress`](Self::on_progress) are held).
+    /// (the same 32 MiB of unread reports as [`on_progress`](Self::on_progress) are held).
     pub fn with_progress_token(mut self) -> Self {
         self.want_progress = true;
         self
     }
 
     /// Ask for progress and call `f` with each report, in order, before the response is
-    /// returned. Reports wait for `f` in a queue of up to 8 MiB; past it the oldest
+    /// returned. Reports wait for `f` in a queue of up to 32 MiB; past it the oldest
     /// unread ones are dropped (with a warning), so a flooding peer cannot exhaust memory.
     pub fn on_progress(mut self, f: impl Fn(ProgressUpdate) + Send + Sync + 'static) -> Self {
         self.want_progress = true;

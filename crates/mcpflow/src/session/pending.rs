@@ -26,13 +26,14 @@ use tokio::time::Instant;
 use super::deadline::Deadline;
 use super::options::ProgressUpdate;
 use super::writer::Sequential;
+use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::{CloseReason, TransportError};
 
-/// Unread progress one request may hold, counting each report's size and its message.
-/// A caller reading as reports come never nears it (10,000 bare reports are under
-/// 0.5 MiB); a peer flooding a caller that does not read would otherwise grow it
-/// without bound.
-const UNREAD_PROGRESS_BYTES: usize = 8 * 1024 * 1024;
+/// Unread progress one request may hold, counting each report's size and its message:
+/// what one frame may carry (32 MiB). A caller reading as reports come never nears it
+/// (10,000 reports with 1 KiB messages are 11 MiB); a peer flooding a caller that does
+/// not read would otherwise grow it without bound.
+const UNREAD_PROGRESS_BYTES: usize = DEFAULT_MAX_FRAME_BYTES;
 
 /// What a queued progress report costs.
 fn weight(update: &Option<ProgressUpdate>) -> usize {
@@ -487,10 +488,10 @@ mod tests {
             }))
         };
         let big = "x".repeat(64 * 1024);
-        for n in 0..200 {
+        for n in 0..600 {
             events.push(report(n, Some(big.clone())), None);
         }
-        events.push(report(200, None), None);
+        events.push(report(600, None), None);
         events.push(PendingEvent::Outcome(Ok(Bytes::from_static(b"{}"))), None);
         assert!(events.lock().progress_bytes <= UNREAD_PROGRESS_BYTES);
         let mut seen = Vec::new();
@@ -501,11 +502,11 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
-        // 200 reports of 64 KiB are 12.5 MiB, over the 8 MiB budget.
-        assert!((100..200).contains(&seen.len()), "{} kept", seen.len());
+        // 600 reports of 64 KiB are 37.5 MiB, over the 32 MiB budget.
+        assert!((400..600).contains(&seen.len()), "{} kept", seen.len());
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order: {seen:?}");
-        assert_eq!(seen.last(), Some(&200.0), "the latest is kept");
-        assert_eq!(events.lock().dropped, 201 - seen.len() as u64);
+        assert_eq!(seen.last(), Some(&600.0), "the latest is kept");
+        assert_eq!(events.lock().dropped, 601 - seen.len() as u64);
         assert_eq!(events.lock().progress_bytes, 0);
 
         // One report over the budget on its own is still delivered.
