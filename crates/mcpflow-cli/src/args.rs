@@ -54,6 +54,10 @@ pub struct ServerArgs {
         help_heading = "Server"
     )]
     pub env: Vec<String>,
+    /// Start the server command with only the -e/--env variables, none of this shell's
+    /// (the command is still found in this shell's PATH).
+    #[arg(long, help_heading = "Server")]
+    pub env_clear: bool,
     /// Start the server command in this directory.
     #[arg(long, value_name = "DIR", help_heading = "Server")]
     pub cwd: Option<PathBuf>,

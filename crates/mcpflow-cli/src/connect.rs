@@ -126,6 +126,7 @@ fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
                 })?;
                 server.env.insert(k.to_owned(), v.to_owned());
             }
+            server.env_clear |= args.env_clear;
             if let Some(dir) = &args.cwd {
                 server.cwd = Some(dir.clone());
             }
@@ -141,9 +142,9 @@ fn resolve(args: &ServerArgs) -> Result<Where, Failure> {
             }
         }
         Where::Remote(server) => {
-            if !args.env.is_empty() || args.cwd.is_some() {
+            if !args.env.is_empty() || args.env_clear || args.cwd.is_some() {
                 return Err(Failure::usage(
-                    "-e/--env and --cwd apply to a server command, not to --url",
+                    "-e/--env, --env-clear and --cwd apply to a server command, not to --url",
                 ));
             }
             for header in &args.headers {
@@ -291,6 +292,9 @@ pub async fn connect(
             let mut child = ChildProcess::builder(&server.command)
                 .args(&server.args)
                 .close_grace(CHILD_CLOSE_GRACE);
+            if server.env_clear {
+                child = child.env_clear();
+            }
             for (k, v) in &server.env {
                 child = child.env(k, v);
             }

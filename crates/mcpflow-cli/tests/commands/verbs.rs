@@ -236,6 +236,34 @@ fn env_and_cwd_for_the_child() {
 }
 
 #[test]
+fn env_clear_leaves_the_child_only_its_env() {
+    let script = r#"printf 'P=%s F=%s\n' "${MCPFLOW_PARENT:-unset}" "$FOO" >&2; exit 9"#;
+    let run = |clear: bool| {
+        let mut args = vec!["ping", "-e", "FOO=bar"];
+        if clear {
+            args.push("--env-clear");
+        }
+        args.extend(["--", "sh", "-c", script]);
+        // A variable of the command's own environment, which the child inherits by default.
+        let r = mcpflow_with(&args, None, &[("MCPFLOW_PARENT", "set")]);
+        assert_eq!(r.code, 3, "{}", r.describe());
+        r
+    };
+    let inherited = run(false);
+    assert!(
+        inherited.stderr.contains("P=set F=bar"),
+        "{}",
+        inherited.describe()
+    );
+    let cleared = run(true);
+    assert!(
+        cleared.stderr.contains("P=unset F=bar"),
+        "{}",
+        cleared.describe()
+    );
+}
+
+#[test]
 fn a_server_from_an_mcp_servers_file() {
     let server = HttpServe::start(&[]);
     let file = std::env::temp_dir().join(format!("mcpflow-config-{}.json", std::process::id()));

@@ -131,8 +131,12 @@ pub struct StdioServer {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Environment variables to set for it.
+    /// Environment variables to set for it, on top of this process's environment.
     pub env: BTreeMap<String, String>,
+    /// Start it with `env` alone, none of this process's environment
+    /// ([`ChildProcessBuilder::env_clear`](crate::transport::ChildProcessBuilder::env_clear)).
+    /// No configuration file sets it; the `mcpflow` command's `--env-clear` does.
+    pub env_clear: bool,
     /// The directory to start it in.
     pub cwd: Option<PathBuf>,
 }
@@ -324,6 +328,7 @@ fn entry_config(raw: RawEntry) -> Result<ServerConfig, String> {
             command,
             args: raw.args,
             env: raw.env,
+            env_clear: false,
             cwd: raw.cwd.map(PathBuf::from),
         }))
     } else {
@@ -387,6 +392,7 @@ impl ServerConfig {
             ServerConfig::Stdio(s) => {
                 let mut out = StdioServer {
                     command: field("command".to_owned(), &s.command)?,
+                    env_clear: s.env_clear,
                     ..StdioServer::default()
                 };
                 for (i, arg) in s.args.iter().enumerate() {
@@ -619,5 +625,16 @@ mod tests {
             e.to_string(),
             "server `s`, `env.KEY`: environment variable `NOPE` is not set"
         );
+
+        // What no file sets survives the expansion.
+        let stdio = StdioServer {
+            command: "${TOKEN}".to_owned(),
+            env_clear: true,
+            ..StdioServer::default()
+        };
+        let ServerConfig::Stdio(out) = ServerConfig::Stdio(stdio).expanded(env).unwrap() else {
+            panic!("stdio");
+        };
+        assert!(out.env_clear && out.command == "t0k", "{out:?}");
     }
 }

@@ -86,6 +86,9 @@ fn connector_with(config: &ServerConfig, oauth: OAuth) -> Connector {
                 let stdio = stdio.clone();
                 Box::pin(async move {
                     let mut command = ChildProcess::builder(&stdio.command).args(&stdio.args);
+                    if stdio.env_clear {
+                        command = command.env_clear();
+                    }
                     for (key, value) in &stdio.env {
                         command = command.env(key, value);
                     }
