@@ -26,7 +26,6 @@ use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::net::unix::pipe;
@@ -215,7 +214,6 @@ impl ChildProcessBuilder {
             tail,
             stderr_done,
             stdout_probe,
-            reader_gone: AtomicBool::new(false),
             tasks: [drain, reaper],
         });
         tracing::debug!(target: "mcpflow::child", pid, command = %command_line, "started server process");
@@ -296,8 +294,6 @@ struct ChildShared {
     /// A copy of stdout's read end (when the connection ends at the exit), to tell
     /// whether a process still holds the write end.
     stdout_probe: Option<OwnedFd>,
-    /// The [`ChildReader`] has been dropped: nothing reads stdout any more.
-    reader_gone: AtomicBool,
     tasks: [JoinHandle<()>; 2],
 }
 
@@ -336,25 +332,6 @@ impl ChildShared {
         // SAFETY: one valid `pollfd` whose descriptor stays open for the call; no wait.
         let ready = unsafe { libc::poll(&mut poll, 1, 0) };
         ready >= 0 && poll.revents & libc::POLLHUP == 0
-    }
-
-    /// `wait`, discarding meanwhile what the child writes to stdout once its reader is
-    /// gone: a server blocked writing into a pipe that nobody reads would never see its
-    /// stdin close.
-    async fn discarding<F: Future>(&self, wait: F) -> F::Output {
-        let unread = (self.stdout_probe.as_ref())
-            .filter(|_| self.reader_gone.load(Ordering::Acquire))
-            .and_then(|probe| probe.try_clone().ok());
-        let Some(mut stdout) = unread.and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok()) else {
-            return wait.await;
-        };
-        let mut sink = tokio::io::sink();
-        tokio::pin!(wait);
-        tokio::select! {
-            out = &mut wait => out,
-            // Stdout ended (or failed): nothing is left to discard.
-            _ = tokio::io::copy(&mut stdout, &mut sink) => wait.await,
-        }
     }
 
     /// Once the child has exited: `SIGTERM` to its group when a process it left behind
@@ -467,12 +444,6 @@ impl FrameReader for ChildReader {
     }
 }
 
-impl Drop for ChildReader {
-    fn drop(&mut self) {
-        self.shared.reader_gone.store(true, Ordering::Release);
-    }
-}
-
 /// Until the child has exited; never, should its reaper be gone without a status (its
 /// runtime shut down).
 async fn exited(exit: &mut watch::Receiver<Option<String>>) {
@@ -497,6 +468,28 @@ impl ChildWriter {
                 std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin already closed"),
             )
         })
+    }
+
+    /// Whether the child exits within the close grace. Once the reader is gone (the
+    /// reader and this writer hold the only references to what they share), what the
+    /// child writes to stdout meanwhile is discarded: a server blocked writing into a
+    /// pipe that nobody reads would never see its stdin close.
+    async fn exits_within_grace(&self) -> bool {
+        let wait = self.shared.wait_exit(self.close_grace);
+        let unread = (self.shared.stdout_probe.as_ref())
+            .filter(|_| Arc::strong_count(&self.shared) == 1)
+            .and_then(|probe| probe.try_clone().ok());
+        let Some(mut stdout) = unread.and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok()) else {
+            return wait.await.is_some();
+        };
+        let mut sink = tokio::io::sink();
+        tokio::pin!(wait);
+        let exited = tokio::select! {
+            out = &mut wait => out,
+            // Stdout ended (or failed): nothing is left to discard.
+            _ = tokio::io::copy(&mut stdout, &mut sink) => wait.await,
+        };
+        exited.is_some()
     }
 
     /// The last step of closing: `SIGKILL`, and reap.
@@ -533,23 +526,14 @@ impl FrameWriter for ChildWriter {
         if let Some(mut stdin) = self.stdin.take() {
             stdin.close().await;
         }
-        let shared = &self.shared;
-        if shared
-            .discarding(shared.wait_exit(self.close_grace))
-            .await
-            .is_some()
-        {
+        if self.exits_within_grace().await {
             // The reader stopped first, and may have cut short the drain that ends them.
-            shared.end_holders();
+            self.shared.end_holders();
             return;
         }
-        tracing::debug!(target: "mcpflow::child", pid = shared.pid, "server did not exit after stdin closed; sending SIGTERM");
-        shared.signal(libc::SIGTERM);
-        if shared
-            .discarding(shared.wait_exit(self.close_grace))
-            .await
-            .is_some()
-        {
+        tracing::debug!(target: "mcpflow::child", pid = self.shared.pid, "server did not exit after stdin closed; sending SIGTERM");
+        self.shared.signal(libc::SIGTERM);
+        if self.exits_within_grace().await {
             return;
         }
         self.kill().await;
