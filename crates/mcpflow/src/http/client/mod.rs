@@ -223,8 +223,8 @@ impl HttpClientBuilder {
     }
 
     /// Wait before reconnecting an event stream whose server sent no `retry:` field.
-    /// A server's `retry:` value wins, but a reconnect waits at least 100 ms whatever the
-    /// server asks. Default: 1 s.
+    /// A server's `retry:` value wins, but a reconnect waits at least 100 ms and at most
+    /// 30 s (or this delay, when longer) whatever the server asks. Default: 1 s.
     pub fn reconnect_delay(mut self, delay: Duration) -> Self {
         self.reconnect_delay = delay;
         self

@@ -38,6 +38,11 @@ impl SseEvent {
 /// reconnected to in a busy loop.
 pub(super) const MIN_SERVER_RETRY: Duration = Duration::from_millis(100);
 
+/// The longest wait before a reconnect that a server's `retry:` can ask for (unless the
+/// client's own delay is longer): a stream's answers and the standalone stream's
+/// messages must not wait hours on a server's word.
+pub(super) const MAX_SERVER_RETRY: Duration = Duration::from_secs(30);
+
 /// Where a stream can be resumed from: the last event id and the server's retry delay.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Cursor {
@@ -47,10 +52,12 @@ pub(super) struct Cursor {
 
 impl Cursor {
     /// The wait before reconnecting: the server's `retry:` (at least
-    /// [`MIN_SERVER_RETRY`]), else `default`.
+    /// [`MIN_SERVER_RETRY`], at most [`MAX_SERVER_RETRY`] or `default` if that is
+    /// longer), else `default`.
     pub(super) fn delay(&self, default: Duration) -> Duration {
-        self.retry
-            .map_or(default, |retry| retry.max(MIN_SERVER_RETRY))
+        self.retry.map_or(default, |retry| {
+            retry.clamp(MIN_SERVER_RETRY, MAX_SERVER_RETRY.max(default))
+        })
     }
 
     /// Take the id and retry fields of an event.
@@ -277,7 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn a_server_retry_waits_at_least_the_floor() {
+    fn a_server_retry_waits_between_the_floor_and_the_ceiling() {
         let default = Duration::from_secs(1);
         let mut cursor = Cursor::default();
         assert_eq!(cursor.delay(default), default);
@@ -285,10 +292,19 @@ mod tests {
             (0, MIN_SERVER_RETRY),
             (5, MIN_SERVER_RETRY),
             (500, Duration::from_millis(500)),
+            (30_000, MAX_SERVER_RETRY),
+            (86_400_000, MAX_SERVER_RETRY),
+            (u64::MAX, MAX_SERVER_RETRY),
         ] {
             cursor.retry = Some(Duration::from_millis(ms));
             assert_eq!(cursor.delay(default), waited, "retry: {ms}");
         }
+        // A client that asked for a longer delay itself keeps it as the ceiling.
+        let long = Duration::from_secs(120);
+        cursor.retry = Some(Duration::from_secs(3600));
+        assert_eq!(cursor.delay(long), long);
+        cursor.retry = Some(Duration::from_secs(60));
+        assert_eq!(cursor.delay(long), Duration::from_secs(60));
     }
 
     #[test]
