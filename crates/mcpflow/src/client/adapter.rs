@@ -12,8 +12,8 @@ use mcpflow_protocol::resources::SubscribeRequestParams;
 use mcpflow_protocol::tasks::{ListTasksResult, Task, TaskIdParams};
 use mcpflow_protocol::tasks2026::DetailedTask;
 use mcpflow_protocol::{
-    CallToolRequestParams, CallToolResult, EmptyParams, LoggingLevel, MirroredParams,
-    PaginatedRequestParams, RequestMethod, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResult, EmptyParams, ErrorCode, ErrorObject, LoggingLevel,
+    MirroredParams, PaginatedRequestParams, RequestMethod, SetLevelRequestParams,
 };
 use serde_json::value::RawValue;
 
@@ -42,6 +42,21 @@ impl EraAdapter {
         match self {
             EraAdapter::Handshake => None,
             EraAdapter::PerRequest(era) => Some(era.discovered()),
+        }
+    }
+
+    /// The answer to a request the server sent, when this era has no such requests:
+    /// in the per-request era a server asks for input with `input_required`, and the
+    /// client's callbacks answer only that.
+    pub(super) fn refuse_server_request(&self, method: &str) -> Option<ErrorObject> {
+        match self {
+            EraAdapter::Handshake => None,
+            EraAdapter::PerRequest(_) => Some(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "`{method}`: a 2026-07-28 server sends no requests; it asks for input with an `input_required` result"
+                ),
+            )),
         }
     }
 

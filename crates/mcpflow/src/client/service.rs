@@ -41,6 +41,9 @@ impl Service for ClientService {
         method: &str,
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Reply, ErrorObject>> {
+        if let Some(refusal) = self.shared.era().refuse_server_request(method) {
+            return Box::pin(std::future::ready(Err(refusal)));
+        }
         let handlers = self.shared.handlers.clone();
         let method = method.to_owned();
         let params = cx.params().cloned();

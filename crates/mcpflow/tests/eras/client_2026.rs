@@ -376,6 +376,35 @@ async fn an_input_request_without_its_callback_fails_clearly() {
     assert!(error.to_string().contains("no "), "{error}");
 }
 
+/// 2026-07-28 has no server-to-client requests: a server that sends one anyway gets
+/// -32601 naming `input_required`, and the client's callbacks are not run for it.
+#[tokio::test(start_paused = true)]
+async fn a_server_request_in_the_per_request_era_is_refused_not_answered() {
+    let (client, mut peer) = connect_per_request(with_callbacks()).await;
+    for (id, request) in all_three().as_object().unwrap() {
+        let mut request = request.clone();
+        request["jsonrpc"] = json!("2.0");
+        request["id"] = json!(id);
+        peer.send(request).await;
+    }
+    let mut answered = Vec::new();
+    while answered.len() < 3 {
+        let answer = bounded(
+            "the answers to three server requests",
+            peer.recv_until(|m| m.get("method").is_none()),
+        )
+        .await;
+        answered.push(answer["id"].as_str().unwrap().to_owned());
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("input_required"), "{message}");
+        assert!(answer.get("result").is_none(), "{answer}");
+    }
+    answered.sort();
+    assert_eq!(answered, ["e", "r", "s"]);
+    drop(client);
+}
+
 /// An `input_required` answer with nothing to fulfil and no state would make the retry
 /// the same request: the call fails at once instead of spending its rounds.
 #[tokio::test(start_paused = true)]
