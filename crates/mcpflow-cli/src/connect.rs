@@ -11,7 +11,6 @@ use mcpflow::client::{Client, ClientBuilder, Era};
 use mcpflow::host::{RemoteServer, ServerConfig, ServersConfig, StdioServer};
 use mcpflow::http::client::HttpClientTransport;
 use mcpflow::protocol::{CreateMessageResult, ElicitResult, JsonObject, LoggingLevel, Root};
-use mcpflow::transport::ChildProcess;
 use serde_json::Value;
 
 use crate::args::ServerArgs;
@@ -289,19 +288,9 @@ pub async fn connect(
                     .collect::<Vec<_>>()
                     .join(" ")
             );
-            let mut child = ChildProcess::builder(&server.command)
-                .args(&server.args)
-                .close_grace(CHILD_CLOSE_GRACE);
-            if server.env_clear {
-                child = child.env_clear();
-            }
-            for (k, v) in &server.env {
-                child = child.env(k, v);
-            }
-            if let Some(dir) = &server.cwd {
-                child = child.current_dir(dir);
-            }
-            let child = child
+            let child = server
+                .child_process()
+                .close_grace(CHILD_CLOSE_GRACE)
                 .spawn()
                 .map_err(|e| Failure::connection(crate::failure::one_line(&e.to_string())))?;
             signals::set_child(child.pid());

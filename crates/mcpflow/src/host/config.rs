@@ -32,6 +32,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::transport::{ChildProcess, ChildProcessBuilder};
+
 /// A configuration file could not be read, or a server in it cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -139,6 +141,34 @@ pub struct StdioServer {
     pub env_clear: bool,
     /// The directory to start it in.
     pub cwd: Option<PathBuf>,
+}
+
+impl StdioServer {
+    /// The child process this entry starts: its command and arguments, its environment
+    /// and its directory. Options the entry does not hold (a close grace) can be added.
+    ///
+    /// ```
+    /// use mcpflow::host::StdioServer;
+    ///
+    /// let mut server = StdioServer::default();
+    /// server.command = "my-mcp-server".to_owned();
+    /// server.env.insert("TOKEN".to_owned(), "t0k".to_owned());
+    /// let process = server.child_process(); // `spawn()` starts it
+    /// # drop(process);
+    /// ```
+    pub fn child_process(&self) -> ChildProcessBuilder {
+        let mut process = ChildProcess::builder(&self.command).args(&self.args);
+        if self.env_clear {
+            process = process.env_clear();
+        }
+        for (key, value) in &self.env {
+            process = process.env(key, value);
+        }
+        if let Some(dir) = &self.cwd {
+            process = process.current_dir(dir);
+        }
+        process
+    }
 }
 
 /// A server reached over HTTP.

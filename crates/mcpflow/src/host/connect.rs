@@ -10,7 +10,7 @@ use super::config::{RemoteTransport, ServerConfig};
 use super::supervisor::{ConnectFailure, Connector};
 use crate::client::{Client, ClientBuilder};
 use crate::server::{RunningServer, Server};
-use crate::transport::{ChildProcess, MemoryTransport};
+use crate::transport::MemoryTransport;
 
 /// A [`Connector`] from a closure.
 pub fn connector<F, Fut>(connect: F) -> Connector
@@ -85,17 +85,7 @@ fn connector_with(config: &ServerConfig, oauth: OAuth) -> Connector {
             Arc::new(move |builder| {
                 let stdio = stdio.clone();
                 Box::pin(async move {
-                    let mut command = ChildProcess::builder(&stdio.command).args(&stdio.args);
-                    if stdio.env_clear {
-                        command = command.env_clear();
-                    }
-                    for (key, value) in &stdio.env {
-                        command = command.env(key, value);
-                    }
-                    if let Some(cwd) = &stdio.cwd {
-                        command = command.current_dir(cwd);
-                    }
-                    let child = command.spawn().map_err(ConnectFailure::new)?;
+                    let child = stdio.child_process().spawn().map_err(ConnectFailure::new)?;
                     builder.connect(child).await.map_err(ConnectFailure::new)
                 })
             })
