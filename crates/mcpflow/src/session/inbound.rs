@@ -372,6 +372,16 @@ impl NewRequests {
     }
 }
 
+impl NewRequests {
+    /// Start every request held from the calling task: each is polled here once, and
+    /// continues as a task of its own if it waits.
+    pub(crate) async fn start_here(&mut self) {
+        if !self.0.is_empty() {
+            start_group(std::mem::take(&mut self.0)).await;
+        }
+    }
+}
+
 /// Poll each request of a group once; whatever is still running continues as its own
 /// task (which polls it again, so its wake-ups go to that task).
 async fn start_group(group: Vec<NewRequest>) {

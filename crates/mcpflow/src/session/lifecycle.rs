@@ -19,12 +19,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::inbound::Inbound;
 use super::lane::NotificationLane;
+use super::route::{FrameRouter, Routing};
 use super::stop::Stop;
 use super::writer::{self, DirectWrite};
 use super::{BoxFuture, Peer, Service, Shared, deadline, reader};
 use crate::config::SessionConfig;
 use crate::error::CloseReason;
-use crate::transport::{FrameWriter, Transport};
+use crate::transport::{FrameReader, FrameWriter, Transport};
 
 /// A running connection: owns its reader, writer, lane and request-timer tasks and its
 /// request handlers. Dropping it aborts them all; [`Session::close`] ends it in order.
@@ -87,7 +88,7 @@ fn engine<T: Transport>(
     config: SessionConfig,
 ) -> (Peer, Engine<BoxFuture<'static, ()>>) {
     let facts = crate::telemetry::ConnectionFacts::new(transport.carrier());
-    let (reader, writer) = transport.split();
+    let (mut reader, writer) = transport.split();
     let transport_close = writer.close_time();
     let (outbound_tx, outbound_rx) = mpsc::channel(config.writer_queue_capacity.get());
     // The control queue holds the reader's own replies; sized so a peer must flood
@@ -144,7 +145,16 @@ fn engine<T: Transport>(
             deadline::run_sweeper(shared.pending.clone(), shared.ended.clone()).await;
         }
     });
-    let reader = Box::pin(reader::run_reader(reader, shared, service, peer.clone()));
+    // Set before the first read, so that no message routed elsewhere overtakes one
+    // queued for the reader.
+    let routing = Routing::new(
+        reader.answers_batches_whole(),
+        shared,
+        service,
+        peer.clone(),
+    );
+    reader.set_router(FrameRouter::new(&routing));
+    let reader = Box::pin(reader::run_reader(reader, routing));
     let engine: Engine<BoxFuture<'static, ()>> = Engine {
         reader,
         writer,

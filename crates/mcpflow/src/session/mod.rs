@@ -65,6 +65,7 @@ mod pending;
 mod read;
 mod reader;
 mod reply;
+mod route;
 mod stop;
 mod throttle;
 mod writer;
@@ -81,6 +82,7 @@ pub use read::ReadFrame;
 #[cfg(feature = "http-server")]
 pub(crate) use read::ReadRequest;
 pub use reply::Reply;
+pub use route::FrameRouter;
 
 pub(crate) use cancel::RequestCancel;
 pub(crate) use lifecycle::{ShutdownOnPanic, catch_unwind};
@@ -101,8 +103,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Concurrency contract: requests run concurrently, each in its own task, at most
 /// `max_concurrent_requests` at once. Notifications run on the notification lane, one at
 /// a time, in receive order; a notification handler may await requests on the same
-/// session. [`Service::observe_notification`] runs on the reader itself and must not
-/// block.
+/// session. [`Service::observe_notification`] runs where the message is routed and must
+/// not block.
 pub trait Service: Send + Sync + 'static {
     /// Answer the peer's request for `method`: its result, serialized with
     /// [`Reply::json`] (or from raw JSON), or the error to send. Its id and params are in
@@ -117,8 +119,9 @@ pub trait Service: Send + Sync + 'static {
     fn handle_notification(&self, notification: Notification, peer: Peer)
     -> BoxFuture<'static, ()>;
 
-    /// Look at a notification as it is read, before it is queued on the lane. Runs on
-    /// the reader: cheap, synchronous bookkeeping only (mark a cache stale).
+    /// Look at a notification as it is read, before it is queued on the lane. Runs where
+    /// the message is routed (the reader, or the task a transport routes it from with a
+    /// [`FrameRouter`]): cheap, synchronous bookkeeping only (mark a cache stale).
     fn observe_notification(&self, notification: &Notification, peer: &Peer) {
         let _ = (notification, peer);
     }

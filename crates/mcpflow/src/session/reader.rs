@@ -13,8 +13,8 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
@@ -28,8 +28,8 @@ use super::inbound::{NewRequests, Refusal};
 use super::options::ProgressUpdate;
 use super::pending::{DeferredWakes, Failure};
 use super::read::{Item, Items, cancelled};
+use super::route::Routing;
 use super::throttle::Throttle;
-use super::{Peer, Service, Shared};
 use crate::config::LARGE_MESSAGE_BYTES;
 use crate::error::{CloseReason, TransportError};
 use crate::transport::{FrameKind, FrameMeta, FrameReader, InboundFrame};
@@ -39,23 +39,11 @@ use crate::transport::{FrameKind, FrameMeta, FrameReader, InboundFrame};
 const WAKE_EVERY_FRAMES: usize = 64;
 const WAKE_EVERY_BYTES: usize = 1024 * 1024;
 
-pub(crate) async fn run_reader<R: FrameReader>(
-    mut reader: R,
-    shared: Arc<Shared>,
-    service: Arc<dyn Service>,
-    peer: Peer,
-) {
+pub(crate) async fn run_reader<R: FrameReader>(mut reader: R, routing: Arc<Routing>) {
+    let shared = routing.shared.clone();
     // A panic here (in `Service::observe_notification`, say) ends the connection.
     let _on_panic = super::ShutdownOnPanic::new(&shared, "reader");
-    let mut router = Router {
-        whole_batches: reader.answers_batches_whole(),
-        shared: shared.clone(),
-        service,
-        peer,
-        wakes: DeferredWakes::default(),
-        new_requests: NewRequests::default(),
-        busy: Throttle::default(),
-    };
+    let mut router = Router::new(routing);
     let mut replies = Vec::new();
     let mut since_wake = (0, 0);
     let reason = 'read: loop {
@@ -111,7 +99,7 @@ pub(crate) async fn run_reader<R: FrameReader>(
         }
     };
     router.release();
-    let refused = router.busy.take_unreported();
+    let refused = lock(&router.routing.busy).take_unreported();
     if refused > 0 {
         tracing::warn!(
             refused,
@@ -135,22 +123,30 @@ fn buffered_frame<R: FrameReader>(
     }
 }
 
-struct Router {
-    /// Whether a batch's answers go out as one array (see [`BatchAnswers`]).
-    whole_batches: bool,
-    shared: Arc<Shared>,
-    service: Arc<dyn Service>,
-    peer: Peer,
-    wakes: DeferredWakes,
+/// Routes messages: the reader's own, and one per message a transport routes from
+/// elsewhere ([`super::FrameRouter`]).
+pub(super) struct Router {
+    routing: Arc<Routing>,
+    pub(super) wakes: DeferredWakes,
     /// Admitted requests, started in groups (see [`NewRequests`]).
-    new_requests: NewRequests,
-    /// Requests refused as busy, for the log.
-    busy: Throttle,
+    pub(super) new_requests: NewRequests,
 }
 
 type Replies = Vec<super::writer::Outbound>;
 
+fn lock(busy: &Mutex<Throttle>) -> MutexGuard<'_, Throttle> {
+    busy.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Router {
+    pub(super) fn new(routing: Arc<Routing>) -> Router {
+        Router {
+            routing,
+            wakes: DeferredWakes::default(),
+            new_requests: NewRequests::default(),
+        }
+    }
+
     /// Wake the callers that got events and start the requests admitted: before the
     /// reader waits, every so often in a long burst, and when it stops.
     fn release(&mut self) {
@@ -158,12 +154,13 @@ impl Router {
         self.new_requests.start();
     }
 
-    fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
+    pub(super) fn dispatch(&mut self, frame: InboundFrame, replies: &mut Replies) {
         match frame {
             InboundFrame::Message(bytes) => self.route_items(Items::of(&bytes), replies),
             InboundFrame::Read(read) => self.route_items(read.items, replies),
             InboundFrame::RequestFailed { id, error } => {
                 if !self
+                    .routing
                     .shared
                     .pending
                     .complete(&id, Err(Failure::Transport(error)))
@@ -178,7 +175,8 @@ impl Router {
                 );
                 if let Some(id) = response_id_of_prefix(&prefix) {
                     // A response too large to read: its request fails now, saying why.
-                    self.shared
+                    self.routing
+                        .shared
                         .pending
                         .complete(&id, Err(Failure::Unreadable(too_large)));
                 } else if let Some(id) = id_of_prefix(&prefix) {
@@ -202,10 +200,10 @@ impl Router {
             Items::Single(Ok(item)) => self.route(item, replies, None),
             Items::Single(Err(e)) => self.reject(&e, replies),
             Items::Batch(items) => {
-                if self.shared.accept_batches.load(Ordering::Relaxed) {
+                if self.routing.shared.accept_batches.load(Ordering::Relaxed) {
                     let batch = BatchAnswers::new();
                     let mut own = Vec::new();
-                    let answers = if self.whole_batches {
+                    let answers = if self.routing.whole_batches {
                         &mut own
                     } else {
                         &mut *replies
@@ -216,7 +214,7 @@ impl Router {
                             Err(e) => self.reject(&e, answers),
                         }
                     }
-                    if self.whole_batches {
+                    if self.routing.whole_batches {
                         replies.extend(batch.seal(own));
                     }
                 } else {
@@ -238,13 +236,14 @@ impl Router {
         match item {
             Item::Response { id, result } => {
                 // The caller decodes the result from the frame itself: never copied.
-                if !self.shared.pending.complete(&id, Ok(result)) {
+                if !self.routing.shared.pending.complete(&id, Ok(result)) {
                     tracing::debug!(%id, "ignored a response to an unknown or finished request");
                 }
             }
             Item::Error(e) => match e.id {
                 Some(id) => {
                     if !self
+                        .routing
                         .shared
                         .pending
                         .complete(&id, Err(Failure::Rejected(e.error)))
@@ -281,23 +280,23 @@ impl Router {
                 );
             }
             Item::Request(request) => {
-                let admitted = self.shared.inbound.admit(
+                let admitted = self.routing.shared.inbound.admit(
                     request,
-                    &self.service,
-                    &self.peer,
+                    &self.routing.service,
+                    &self.routing.peer,
                     &mut self.new_requests,
-                    batch.filter(|_| self.whole_batches),
+                    batch.filter(|_| self.routing.whole_batches),
                 );
                 if let Err(refusal) = admitted {
                     if matches!(refusal, Refusal::Busy(_))
-                        && let Some(refused) = self.busy.hit()
+                        && let Some(refused) = lock(&self.routing.busy).hit()
                     {
                         tracing::warn!(
                             refused,
                             "refused requests: handler slots and queue are full (SessionConfig::max_concurrent_requests, request_queue_capacity)"
                         );
                     }
-                    let (id, error) = self.shared.inbound.refusal_error(&refusal);
+                    let (id, error) = self.routing.shared.inbound.refusal_error(&refusal);
                     self.reply_error(replies, Some(id), error);
                 }
             }
@@ -308,12 +307,17 @@ impl Router {
         match &*method {
             "notifications/progress" => {
                 if let Some((token, update)) = params.as_deref().and_then(read_progress) {
-                    if self.shared.pending.progress(token, update, &mut self.wakes) {
+                    if self
+                        .routing
+                        .shared
+                        .pending
+                        .progress(token, update, &mut self.wakes)
+                    {
                         return;
                     }
                     if token
                         .parse::<i64>()
-                        .is_ok_and(|t| t < self.shared.next_id.load(Ordering::Relaxed))
+                        .is_ok_and(|t| t < self.routing.shared.next_id.load(Ordering::Relaxed))
                     {
                         tracing::debug!(%token, "ignored progress for a finished request");
                         return;
@@ -321,7 +325,7 @@ impl Router {
                 }
             }
             "notifications/cancelled" => match cancelled(&method, params.as_deref()) {
-                Some(id) if self.shared.inbound.cancel(&id) => {
+                Some(id) if self.routing.shared.inbound.cancel(&id) => {
                     tracing::debug!(%id, "the peer cancelled a request");
                 }
                 Some(id) => {
@@ -335,8 +339,10 @@ impl Router {
             method: method.into_owned(),
             params: params.map(Cow::into_owned),
         };
-        self.service.observe_notification(&n, &self.peer);
-        self.shared.lane.push(n);
+        self.routing
+            .service
+            .observe_notification(&n, &self.routing.peer);
+        self.routing.shared.lane.push(n);
     }
 
     fn reject(&mut self, e: &DecodeError, replies: &mut Replies) {
@@ -344,7 +350,7 @@ impl Router {
             // Never answered; the request it answers fails now rather than time out.
             let failed = e.response_to().is_some_and(|id| {
                 let failure = Failure::Unreadable(e.to_string());
-                self.shared.pending.complete(id, Err(failure))
+                self.routing.shared.pending.complete(id, Err(failure))
             });
             if !failed {
                 tracing::warn!(error = %e, "ignored a malformed response");

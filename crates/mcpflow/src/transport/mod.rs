@@ -37,7 +37,7 @@ pub mod memory;
 pub mod stdio;
 pub mod stream;
 
-pub use crate::session::ReadFrame;
+pub use crate::session::{FrameRouter, ReadFrame};
 pub use bytes;
 pub use child::{ChildProcess, ChildProcessBuilder};
 pub use memory::MemoryTransport;
@@ -354,6 +354,14 @@ pub trait FrameReader: Send + 'static {
     /// request id and builds the array itself (streamable HTTP) answers `false`.
     fn answers_batches_whole(&self) -> bool {
         true
+    }
+
+    /// Take the session's [`FrameRouter`], for messages this transport receives in
+    /// other tasks than the one reading (see its docs). The session calls this once,
+    /// before it reads. The default drops it: every message comes through
+    /// [`read_frame`](Self::read_frame).
+    fn set_router(&mut self, router: FrameRouter) {
+        let _ = router;
     }
 }
 

@@ -37,6 +37,8 @@ const REQUIREMENTS: &[Requirement] = &[
             "seeds::sampling_during_call_whose_callback_lists_tools_on_every_transport",
             "engine::ten_thousand_peer_requests_at_once_bounded_with_busy_errors",
             "adversarial::server_facing_a_client_that_stops_reading_stays_bounded",
+            "routed::a_routed_request_that_waits_goes_on_as_a_task_of_its_own",
+            "routed::the_sessions_own_replies_to_a_routed_frame_reach_the_peer",
         ],
     },
     Requirement {
@@ -940,6 +942,7 @@ const SOURCES: &[Source] = &[
     source!("engine", "bad_input"),
     source!("engine", "adversarial"),
     source!("engine", "chaos"),
+    source!("engine", "routed"),
     source!("client", "client"),
     source!("server", "server"),
     source!("http", "http_server"),

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,7 +24,7 @@ use super::sse::SseEvent;
 use crate::error::TransportError;
 use crate::http::{PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::session::Answer;
-use crate::transport::{InboundFrame, ReadFrame};
+use crate::transport::{FrameRouter, InboundFrame, ReadFrame};
 
 /// What a POST asks for: a JSON body or an event stream.
 pub(super) const ACCEPT_POST: &str = "application/json, text/event-stream";
@@ -141,6 +141,8 @@ pub(super) struct Connection {
     standalone: AtomicU64,
     /// A 2026-07-28 request was sent: cancelling means closing the request's stream.
     per_request: std::sync::atomic::AtomicBool,
+    /// Set by the engine before it reads.
+    pub(super) router: OnceLock<FrameRouter>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -168,6 +170,7 @@ impl Connection {
             stopped: CancellationToken::new(),
             reinitializing: tokio::sync::Mutex::new(()),
             standalone: AtomicU64::new(0),
+            router: OnceLock::new(),
             per_request: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -366,7 +369,7 @@ impl Connection {
                 id,
                 error: error.clone(),
             };
-            let _ = self.inbound.send(Delivery::Frame(frame)).await;
+            self.hand_over(frame).await;
         }
     }
 
@@ -383,6 +386,19 @@ impl Connection {
         } else {
             tracing::warn!(%error, "could not send {}", outgoing.describe());
         }
+    }
+
+    /// Route `frame` from this task, or queue it for the reader if the engine is not
+    /// reading.
+    async fn hand_over(&self, frame: InboundFrame) {
+        let frame = match self.router.get() {
+            Some(router) => match router.route(frame).await {
+                Ok(()) => return,
+                Err(frame) => frame,
+            },
+            None => frame,
+        };
+        let _ = self.inbound.send(Delivery::Frame(frame)).await;
     }
 
     /// End the connection: the reader returns `error`.
@@ -405,7 +421,7 @@ impl Connection {
                     prefix: event.data,
                     limit: self.config.max_frame_bytes,
                 };
-                let _ = self.inbound.send(Delivery::Frame(frame)).await;
+                self.hand_over(frame).await;
             }
             None => self.deliver(event.data).await,
         }
@@ -452,10 +468,7 @@ impl Connection {
                 Some(id.clone())
             }
         };
-        let _ = self
-            .inbound
-            .send(Delivery::Frame(InboundFrame::Read(read)))
-            .await;
+        self.hand_over(InboundFrame::Read(read)).await;
         // Only once the answer is queued for the reader may its POST stop reading.
         if let Some(id) = answers {
             self.settle(&id);

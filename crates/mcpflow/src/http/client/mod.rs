@@ -85,7 +85,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::DEFAULT_MAX_FRAME_BYTES;
 use crate::error::TransportError;
 use crate::session::BoxFuture;
-use crate::transport::{Frame, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport};
+use crate::transport::{
+    Frame, FrameMeta, FrameReader, FrameRouter, FrameWriter, InboundFrame, Transport, WriteNow,
+};
 
 use connection::{Connection, Delivery};
 use outgoing::Outgoing;
@@ -457,6 +459,23 @@ impl FrameReader for HttpClientReader {
             }
         }
     }
+
+    /// Each POST's response is routed from the task reading it.
+    fn set_router(&mut self, router: FrameRouter) {
+        let _ = self.conn.router.set(router);
+    }
+}
+
+impl HttpClientWriter {
+    /// Start the POST of `frame`, after the previous frame's.
+    fn post(&mut self, frame: Frame, meta: &FrameMeta) {
+        let outgoing = Outgoing::new(frame.into_bytes(), meta);
+        self.conn.observe_outgoing(&outgoing);
+        let (sent, next) = oneshot::channel();
+        let previous = self.last_sent.replace(next);
+        let conn = self.conn.clone();
+        self.conn.spawn(post::send(conn, outgoing, previous, sent));
+    }
 }
 
 /// The sending half of an [`HttpClientTransport`]: one POST per frame.
@@ -486,13 +505,17 @@ impl FrameWriter for HttpClientWriter {
                 detail: "the transport was closed".to_owned(),
             });
         }
-        let outgoing = Outgoing::new(frame.into_bytes(), meta);
-        self.conn.observe_outgoing(&outgoing);
-        let (sent, next) = oneshot::channel();
-        let previous = self.last_sent.replace(next);
-        let conn = self.conn.clone();
-        self.conn.spawn(post::send(conn, outgoing, previous, sent));
+        self.post(frame, meta);
         Ok(())
+    }
+
+    /// Starting a POST never waits, so the caller's task may do it.
+    fn try_write_now(&mut self, frame: &Frame, meta: &FrameMeta) -> WriteNow {
+        if self.closed {
+            return WriteNow::Declined;
+        }
+        self.post(frame.clone(), meta);
+        WriteNow::Sent
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {

@@ -327,10 +327,10 @@ pub(crate) async fn post(
             fleet::endpoint::forward(shared, node, &session.id, &posted.body).await?;
             return Ok(StatusCode::ACCEPTED.into_response());
         }
-        sender
-            .send(InboundFrame::Read(posted.frame))
+        session
+            .deliver(&sender, InboundFrame::Read(posted.frame))
             .await
-            .map_err(|_| stream_error(StreamError::Gone))?;
+            .map_err(stream_error)?;
         return Ok(with_session(StatusCode::ACCEPTED.into_response(), new_id));
     }
     let mode = if !sse_ok || (state.config.json_response && json_ok) {
@@ -346,10 +346,10 @@ pub(crate) async fn post(
         .map_err(stream_error)?;
     session.drain().await;
     let batch = posted.batch;
-    sender
-        .send(InboundFrame::Read(posted.frame))
+    session
+        .deliver(&sender, InboundFrame::Read(posted.frame))
         .await
-        .map_err(|_| stream_error(StreamError::Gone))?;
+        .map_err(stream_error)?;
     drop(sender);
     let gone = || {
         refuse(

@@ -96,6 +96,7 @@ mod routes;
 mod running;
 pub use running::{HttpServerStats, RunningHttpServer};
 mod session;
+mod session_transport;
 mod sessionless;
 mod slots;
 mod table;

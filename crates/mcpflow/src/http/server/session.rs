@@ -1,11 +1,13 @@
-//! One MCP session over HTTP: the transport the engine runs on, and the routing of
-//! each outbound message to the HTTP response that should carry it.
+//! One MCP session over HTTP: its state, the streams its POSTs and GETs read, and the
+//! transport the engine runs on (in `session_transport.rs`).
 //!
-//! Inbound, POST bodies are queued to the engine's reader. Outbound, the engine's one
-//! writer hands each frame with its [`FrameMeta`]: a response goes to the stream of
-//! the POST that carried its request; progress, logs and requests a handler sends go
-//! to the stream of the request being handled; everything else goes to the standalone
-//! GET stream. A stream ends once it delivered every response it owes.
+//! Inbound, each POST routes its message from its own task
+//! ([`FrameRouter`](crate::transport::FrameRouter)). Outbound, the engine's writer, or
+//! the handler's task when the writer is idle, hands each frame with its
+//! [`FrameMeta`](crate::transport::FrameMeta): a response goes to the stream of the POST
+//! that carried its request; progress, logs and requests a handler sends go to the
+//! stream of the request being handled; everything else goes to the standalone GET
+//! stream. A stream ends once it delivered every response it owes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,12 +23,10 @@ use super::events::{
     EventReceiver, EventSender, EventStore, QueueBudget, event_channel, event_id, parse_event_id,
 };
 use super::fleet::SessionStore;
-use super::routes::{Routes, Sent};
-use crate::error::TransportError;
+use super::routes::Routes;
+use super::session_transport::SessionTransport;
 use crate::server::{Principal, PrincipalSlot};
-use crate::transport::{
-    Frame, FrameKind, FrameMeta, FrameReader, FrameWriter, InboundFrame, Transport,
-};
+use crate::transport::{FrameRouter, InboundFrame};
 
 /// Frames queued from POST handlers to the engine's reader, at most.
 const INBOUND_QUEUE: usize = 64;
@@ -103,6 +103,8 @@ pub(crate) struct HttpSession {
     /// `initialize` to itself.
     ready: watch::Sender<bool>,
     outbox: Option<Arc<Outbox>>,
+    /// Set by the engine before it reads.
+    router: Arc<OnceLock<FrameRouter>>,
 }
 
 /// The events a fleet session sends go through its store first, one batch at a time.
@@ -114,7 +116,7 @@ pub(crate) struct Outbox {
 }
 
 /// Store what `routes` has waiting in its outbox, then send it, in order.
-async fn drain(routes: &Mutex<Routes>, outbox: Option<&Outbox>) {
+pub(super) async fn drain(routes: &Mutex<Routes>, outbox: Option<&Outbox>) {
     let Some(outbox) = outbox else {
         return;
     };
@@ -145,7 +147,7 @@ pub(crate) struct SessionSettings {
     pub(crate) idle: Duration,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -194,13 +196,16 @@ impl HttpSession {
             owner: OnceLock::new(),
             ready: watch::channel(true).0,
             outbox: outbox.clone(),
+            router: Arc::default(),
         });
+        let router = session.router.clone();
         (
             session,
             SessionTransport {
                 inbound: rx,
                 routes,
                 outbox,
+                router,
             },
         )
     }
@@ -284,6 +289,23 @@ impl HttpSession {
     /// The sender to the engine's reader, until the session is terminated.
     pub(crate) fn sender(&self) -> Option<mpsc::Sender<InboundFrame>> {
         lock(&self.inbound).clone()
+    }
+
+    /// Route `frame` from this task, or queue it on `sender` for the engine's reader if
+    /// the engine is not reading. `Err` when the engine is gone.
+    pub(crate) async fn deliver(
+        &self,
+        sender: &mpsc::Sender<InboundFrame>,
+        frame: InboundFrame,
+    ) -> Result<(), StreamError> {
+        let frame = match self.router.get() {
+            Some(router) => match router.route(frame).await {
+                Ok(()) => return Ok(()),
+                Err(frame) => frame,
+            },
+            None => frame,
+        };
+        sender.send(frame).await.map_err(|_| StreamError::Gone)
     }
 
     /// The sender to the engine's reader, taken out of the session, for an exchange
@@ -430,147 +452,4 @@ impl HttpSession {
         routes.connect(n, tx);
         Ok(())
     }
-}
-
-/// The transport the engine runs one HTTP session on.
-pub(crate) struct SessionTransport {
-    inbound: mpsc::Receiver<InboundFrame>,
-    routes: Arc<Mutex<Routes>>,
-    outbox: Option<Arc<Outbox>>,
-}
-
-impl Transport for SessionTransport {
-    type Reader = SessionReader;
-    type Writer = SessionWriter;
-
-    fn carrier(&self) -> crate::transport::Carrier {
-        crate::transport::Carrier::Http
-    }
-
-    fn split(self) -> (SessionReader, SessionWriter) {
-        (
-            SessionReader {
-                inbound: self.inbound,
-            },
-            SessionWriter {
-                routes: self.routes,
-                outbox: self.outbox,
-            },
-        )
-    }
-}
-
-/// Frames the POST handlers queued.
-pub(crate) struct SessionReader {
-    inbound: mpsc::Receiver<InboundFrame>,
-}
-
-impl FrameReader for SessionReader {
-    async fn read_frame(&mut self) -> Result<Option<InboundFrame>, TransportError> {
-        Ok(self.inbound.recv().await)
-    }
-
-    /// Each response goes to the stream of the POST that carried its request, which
-    /// writes a batch's array itself.
-    fn answers_batches_whole(&self) -> bool {
-        false
-    }
-}
-
-/// Routes each outbound frame to its stream.
-pub(crate) struct SessionWriter {
-    routes: Arc<Mutex<Routes>>,
-    outbox: Option<Arc<Outbox>>,
-}
-
-impl SessionWriter {
-    /// Route one whole frame to its stream.
-    fn route(&self, frame: Bytes, meta: &FrameMeta) {
-        let mut routes = lock(&self.routes);
-        let (target, sent, answers) = match &meta.kind {
-            FrameKind::Response(Some(id)) => {
-                // Once: a later request may reuse the id `initialize` had.
-                if routes.init_id.as_ref() == Some(id) {
-                    routes.init_id = None;
-                    routes.version = negotiated_version(&frame);
-                }
-                (
-                    routes.by_request.remove(id),
-                    Sent::Response(meta.error_code()),
-                    Some(id),
-                )
-            }
-            _ => {
-                let related = meta
-                    .related
-                    .as_ref()
-                    .and_then(|id| routes.by_request.get(id).copied());
-                (
-                    related.or_else(|| routes.unrelated_target()),
-                    Sent::Other,
-                    None,
-                )
-            }
-        };
-        match target {
-            Some(stream) => routes.deliver(stream, frame, sent, answers),
-            None => tracing::debug!(
-                session = %routes.session,
-                kind = ?meta.kind,
-                "no stream is open for this message; it was dropped"
-            ),
-        }
-    }
-}
-
-impl FrameWriter for SessionWriter {
-    /// A large response comes in parts: they are joined in the result's own buffer, and
-    /// that one buffer is what a JSON body or the event store keeps.
-    async fn write_frame(&mut self, frame: Frame, meta: &FrameMeta) -> Result<(), TransportError> {
-        self.route(frame.into_bytes(), meta);
-        drain(&self.routes, self.outbox.as_deref()).await;
-        Ok(())
-    }
-
-    async fn end_stream(&mut self, request: &RequestId) {
-        {
-            let mut routes = lock(&self.routes);
-            let Some(stream) = routes.by_request.get(request).copied() else {
-                return;
-            };
-            // Undecided: an event stream, so that there is one to end and resume.
-            if routes.can_prime() {
-                routes.decide_stream(stream);
-            }
-            if let Some(state) = routes.streams.get_mut(&stream)
-                && state.resumable
-            {
-                state.conn = None;
-            }
-        }
-        drain(&self.routes, self.outbox.as_deref()).await;
-    }
-
-    async fn flush(&mut self) -> Result<(), TransportError> {
-        Ok(())
-    }
-
-    async fn close(&mut self) {
-        lock(&self.routes).close_all();
-    }
-}
-
-/// `result.protocolVersion` of an `initialize` response.
-fn negotiated_version(frame: &[u8]) -> Option<ProtocolVersion> {
-    #[derive(serde::Deserialize)]
-    struct Response {
-        result: Result,
-    }
-    #[derive(serde::Deserialize)]
-    struct Result {
-        #[serde(rename = "protocolVersion")]
-        protocol_version: String,
-    }
-    let response: Response = serde_json::from_slice(frame).ok()?;
-    Some(ProtocolVersion::from(response.result.protocol_version))
 }

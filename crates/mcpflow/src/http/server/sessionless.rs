@@ -346,10 +346,10 @@ pub(crate) async fn post(
             Some(sender.clone()),
         )
         .map_err(stream_error)?;
-    sender
-        .send(InboundFrame::Read(frame))
+    session
+        .deliver(&sender, InboundFrame::Read(frame))
         .await
-        .map_err(|_| stream_error(StreamError::Gone))?;
+        .map_err(stream_error)?;
     let cancel = CancelOnDrop::new(sender, session.clone(), post.id.clone());
     let gone = || {
         refuse(
