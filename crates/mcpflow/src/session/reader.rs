@@ -10,6 +10,9 @@
 //! alone, never by user code; when it is full the peer is sending faster than it reads
 //! our replies, and the reader waits for the writer before reading more: back-pressure
 //! on the flooding peer, with nothing lost.
+//!
+//! The routing itself is [`Router`]'s, which a [`FrameRouter`](super::FrameRouter) also
+//! runs, in the task a transport received a message in (`route.rs`).
 
 use std::borrow::Cow;
 use std::future::Future;
