@@ -370,9 +370,7 @@ impl NewRequests {
             }
         }
     }
-}
 
-impl NewRequests {
     /// Start every request held from the calling task: each is polled here once, and
     /// continues as a task of its own if it waits.
     pub(crate) async fn start_here(&mut self) {

@@ -13,7 +13,7 @@
 //! [`FrameReader::read_frame`]: crate::transport::FrameReader::read_frame
 
 use std::fmt;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::reader::Router;
 use super::throttle::Throttle;
@@ -143,5 +143,17 @@ impl FrameRouter {
             }
         }
         Ok(())
+    }
+
+    /// [`route`](Self::route) with the router in `slot`, once the session set it;
+    /// `Err` gives the frame back for the reader's queue.
+    pub(crate) async fn route_if_set(
+        slot: &OnceLock<FrameRouter>,
+        frame: InboundFrame,
+    ) -> Result<(), InboundFrame> {
+        match slot.get() {
+            Some(router) => router.route(frame).await,
+            None => Err(frame),
+        }
     }
 }

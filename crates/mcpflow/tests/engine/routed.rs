@@ -140,7 +140,7 @@ async fn a_routed_request_that_does_not_wait_is_answered_in_the_routing_task() {
     let answer = bounded("the answer", f.peer.recv()).await.unwrap();
     assert_eq!(answer["id"], 1);
     assert_eq!(answer["result"]["inRoutingTask"], true, "{answer}");
-    f.session.close().await;
+    bounded("close", f.session.close()).await;
 }
 
 #[tokio::test]
@@ -158,7 +158,7 @@ async fn a_routed_request_that_waits_goes_on_as_a_task_of_its_own() {
         .unwrap();
     assert_eq!(answer["id"], 2);
     assert_eq!(answer["result"]["inRoutingTask"], false, "{answer}");
-    f.session.close().await;
+    bounded("close", f.session.close()).await;
 }
 
 #[tokio::test]
@@ -177,7 +177,7 @@ async fn the_sessions_own_replies_to_a_routed_frame_reach_the_peer() {
         .unwrap();
     let error = bounded("the parse error", f.peer.recv()).await.unwrap();
     assert_eq!(error["error"]["code"], -32700, "{error}");
-    f.session.close().await;
+    bounded("close", f.session.close()).await;
 }
 
 #[tokio::test]

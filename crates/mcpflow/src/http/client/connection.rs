@@ -391,14 +391,9 @@ impl Connection {
     /// Route `frame` from this task, or queue it for the reader if the engine is not
     /// reading.
     async fn hand_over(&self, frame: InboundFrame) {
-        let frame = match self.router.get() {
-            Some(router) => match router.route(frame).await {
-                Ok(()) => return,
-                Err(frame) => frame,
-            },
-            None => frame,
-        };
-        let _ = self.inbound.send(Delivery::Frame(frame)).await;
+        if let Err(frame) = FrameRouter::route_if_set(&self.router, frame).await {
+            let _ = self.inbound.send(Delivery::Frame(frame)).await;
+        }
     }
 
     /// End the connection: the reader returns `error`.

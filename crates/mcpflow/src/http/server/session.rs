@@ -298,14 +298,10 @@ impl HttpSession {
         sender: &mpsc::Sender<InboundFrame>,
         frame: InboundFrame,
     ) -> Result<(), StreamError> {
-        let frame = match self.router.get() {
-            Some(router) => match router.route(frame).await {
-                Ok(()) => return Ok(()),
-                Err(frame) => frame,
-            },
-            None => frame,
-        };
-        sender.send(frame).await.map_err(|_| StreamError::Gone)
+        match FrameRouter::route_if_set(&self.router, frame).await {
+            Ok(()) => Ok(()),
+            Err(frame) => sender.send(frame).await.map_err(|_| StreamError::Gone),
+        }
     }
 
     /// The sender to the engine's reader, taken out of the session, for an exchange
