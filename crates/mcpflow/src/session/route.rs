@@ -147,6 +147,10 @@ impl FrameRouter {
 
     /// [`route`](Self::route) with the router in `slot`, once the session set it;
     /// `Err` gives the frame back for the reader's queue.
+    #[cfg_attr(
+        not(any(feature = "http-server", feature = "http-client")),
+        allow(dead_code)
+    )]
     pub(crate) async fn route_if_set(
         slot: &OnceLock<FrameRouter>,
         frame: InboundFrame,
